@@ -1,0 +1,67 @@
+"""Small helpers over the lake's Iceberg catalog, for Spark (apply, normalize) and pyiceberg (CLI reads)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cdclake.identity import spark_table_name, split_table_id
+from cdclake.settings import CATALOG_NAME, META_NAMESPACE, LakeSettings
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+KEY_COLUMNS_PROPERTY = "cdclake.key-columns"
+"""Table property holding the primary-key columns, comma-separated, in key order."""
+
+BOOKKEEPING_PREFIX = "_cdc_"
+
+
+def table_exists(spark: "SparkSession", tid: str) -> bool:
+    """Whether ``namespace.table`` exists in the lake catalog."""
+    namespace, table = split_table_id(tid)
+    rows = spark.sql(f"SHOW TABLES IN {CATALOG_NAME}.`{namespace}` LIKE '{table}'").collect() \
+        if namespace_exists(spark, namespace) else []
+    return any(r["tableName"] == table for r in rows)
+
+
+def namespace_exists(spark: "SparkSession", namespace: str) -> bool:
+    """Whether a namespace exists in the lake catalog."""
+    return any(r[0] == namespace for r in spark.sql(f"SHOW NAMESPACES IN {CATALOG_NAME}").collect())
+
+
+def ensure_namespace(spark: "SparkSession", namespace: str) -> None:
+    """Create a namespace if missing."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.`{namespace}`")
+
+
+def table_schema(spark: "SparkSession", tid: str) -> "StructType":
+    """The Spark schema of a lake table."""
+    return spark.table(spark_table_name(tid)).schema
+
+
+def table_properties(spark: "SparkSession", tid: str) -> dict[str, str]:
+    """An Iceberg table's properties."""
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {spark_table_name(tid)}").collect()}
+
+
+def key_columns_of(spark: "SparkSession", tid: str) -> list[str]:
+    """Primary-key columns recorded on an existing table, or []."""
+    value = table_properties(spark, tid).get(KEY_COLUMNS_PROPERTY, "")
+    return [c for c in value.split(",") if c]
+
+
+def pyiceberg_catalog(settings: LakeSettings) -> "SqlCatalog":
+    """pyiceberg's view of the same JDBC catalog Spark uses (same name, same tables)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    props: dict[str, Any] = {"uri": settings.sqlalchemy_uri, "warehouse": settings.warehouse_uri}
+    if settings.s3_endpoint:
+        props["s3.endpoint"] = settings.s3_endpoint
+    return SqlCatalog(CATALOG_NAME, **props)
+
+
+def is_meta_namespace(namespace: str) -> bool:
+    """True for cdclake's own namespace."""
+    return namespace == META_NAMESPACE

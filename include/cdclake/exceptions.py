@@ -1,0 +1,27 @@
+"""The errors cdclake raises. One base class; narrow subclasses whose messages name the file, field and value."""
+
+from __future__ import annotations
+
+
+class CdclakeError(Exception):
+    """Base class of every error cdclake raises on purpose."""
+
+
+class ConfigError(CdclakeError):
+    """A setting, CLI argument or config file is missing or invalid."""
+
+
+class InputError(CdclakeError):
+    """An input file or object cannot be read (missing, unreadable, not a supported framing)."""
+
+
+class StorageError(CdclakeError):
+    """The raw zone or an inbox could not be read or written."""
+
+
+class UnknownFormatError(ConfigError):
+    """A change-stream format name that no normalizer is registered for."""
+
+
+class SchemaError(CdclakeError):
+    """A change cannot be mapped onto the target table's schema (incompatible type change, unknown type)."""

@@ -1,0 +1,237 @@
+"""Kafka Connect schemas -> Spark/Iceberg types, and the JVM expressions that decode Connect's JSON encoding.
+
+Debezium's JSON converter writes every value in its Connect *physical* form: decimals as base64 two's-complement
+bytes, dates as days since the epoch, timestamps as epoch millis/micros/nanos, bytes as base64. A row image is
+parsed with every column as text (Spark keeps a JSON value's text for a string field), and each column is then
+decoded by the expression for its Connect type, so no Python runs per row.
+
+Spark has no TIME type: ``io.debezium.time.*Time`` columns become ``HH:mm:ss.SSSSSS`` strings.
+Debezium timestamps without zone (``Timestamp``, ``MicroTimestamp``, ``NanoTimestamp``) become ``timestamp_ntz``
+(Iceberg ``timestamp``); ``ZonedTimestamp`` becomes ``timestamp`` (Iceberg ``timestamptz``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from cdclake.exceptions import SchemaError
+
+Converter = Callable[[Column], Column]
+
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+"""Debezium's placeholder for a value it did not receive (PostgreSQL unchanged TOAST columns)."""
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """One column: its Spark type and how to decode its JSON text into that type."""
+
+    name: str
+    data_type: DataType
+    convert: Converter
+    optional: bool = True
+
+
+def _bool(value: Any, default: bool = True) -> bool:
+    """Connect schemas in the wild carry ``"optional": "false"`` as a string."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    if value is None:
+        return default
+    return bool(value)
+
+
+def _pow2(hex_len: Column) -> Column:
+    """2 ** (4 * hex_len) as an exact decimal(38,0), for hex_len in 2..16."""
+    expr = F.lit(None).cast(DecimalType(38, 0))
+    for digits in range(16, 0, -2):
+        expr = F.when(hex_len == digits, F.lit(str(2 ** (4 * digits))).cast(DecimalType(38, 0))).otherwise(expr)
+    return expr
+
+
+def _signed(hex_str: Column) -> Column:
+    """Two's-complement hex of up to 8 bytes -> signed decimal(38,0)."""
+    unsigned = F.conv(hex_str, 16, 10).cast(DecimalType(38, 0))
+    negative = F.substring(hex_str, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
+    return F.when(negative, unsigned - _pow2(F.length(hex_str))).otherwise(unsigned)
+
+
+def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Column:
+    """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
+
+    Up to 16 bytes: the unscaled value is the high bytes (signed) * 2^64 + the low 8 bytes (unsigned). It is
+    rebuilt as ``<unscaled>E-<scale>`` text and cast, so no precision is lost to floating point.
+    """
+    hex_str = F.hex(F.unbase64(text))
+    n = F.length(hex_str)
+    low = F.conv(hex_str.substr(n - 15, F.lit(16)), 16, 10).cast(DecimalType(38, 0))
+    high = _signed(hex_str.substr(F.lit(1), n - 16))
+    unscaled = F.when(n <= 16, _signed(hex_str)).otherwise(high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
+    as_text = F.concat(unscaled.cast("string"), F.lit(f"E-{scale}"))
+    return F.when(text.isNull() | (text == ""), F.lit(None)).otherwise(as_text).cast(
+        DecimalType(min(max(precision, scale, 1), 38), scale)
+    )
+
+
+def variable_scale_decimal(text: Column) -> Column:
+    """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> exact decimal text (the scale varies per row)."""
+    parsed = F.from_json(text, "scale INT, value STRING")
+    hex_str = F.hex(F.unbase64(parsed["value"]))
+    n = F.length(hex_str)
+    low = F.conv(hex_str.substr(n - 15, F.lit(16)), 16, 10).cast(DecimalType(38, 0))
+    high = _signed(hex_str.substr(F.lit(1), n - 16))
+    unscaled = F.when(n <= 16, _signed(hex_str)).otherwise(high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
+    as_decimal = F.concat(unscaled.cast("string"), F.lit("E-"), parsed["scale"].cast("string")).cast(
+        DecimalType(38, 18)
+    )
+    # Plain text of the exact value, without the trailing zeros decimal(38,18) would add.
+    return F.regexp_replace(F.regexp_replace(as_decimal.cast("string"), r"(\.\d*?)0+$", "$1"), r"\.$", "")
+
+
+_EPOCH = F.lit("1970-01-01").cast(DateType())
+
+
+def _time_of_day(micros: Column) -> Column:
+    return F.date_format(F.timestamp_micros(micros), "HH:mm:ss.SSSSSS")
+
+
+_PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
+    "int8": (IntegerType(), lambda c: c.cast("int")),
+    "int16": (IntegerType(), lambda c: c.cast("int")),
+    "int32": (IntegerType(), lambda c: c.cast("int")),
+    "int64": (LongType(), lambda c: c.cast("long")),
+    "float32": (FloatType(), lambda c: c.cast("float")),
+    "float": (FloatType(), lambda c: c.cast("float")),
+    "float64": (DoubleType(), lambda c: c.cast("double")),
+    "double": (DoubleType(), lambda c: c.cast("double")),
+    "boolean": (BooleanType(), lambda c: c.cast("boolean")),
+    "string": (StringType(), lambda c: c),
+    "bytes": (BinaryType(), F.unbase64),
+}
+
+_LOGICAL: dict[str, tuple[DataType, Converter]] = {
+    "io.debezium.time.Date": (DateType(), lambda c: F.date_add(_EPOCH, c.cast("int"))),
+    "org.apache.kafka.connect.data.Date": (DateType(), lambda c: F.date_add(_EPOCH, c.cast("int"))),
+    "io.debezium.time.Timestamp": (TimestampNTZType(), lambda c: F.timestamp_millis(c.cast("long")).cast("timestamp_ntz")),
+    "org.apache.kafka.connect.data.Timestamp": (
+        TimestampNTZType(), lambda c: F.timestamp_millis(c.cast("long")).cast("timestamp_ntz")),
+    "io.debezium.time.MicroTimestamp": (
+        TimestampNTZType(), lambda c: F.timestamp_micros(c.cast("long")).cast("timestamp_ntz")),
+    "io.debezium.time.NanoTimestamp": (
+        TimestampNTZType(), lambda c: F.timestamp_micros(F.floor(c.cast("decimal(38,0)") / 1000).cast("long"))
+        .cast("timestamp_ntz")),
+    "io.debezium.time.ZonedTimestamp": (TimestampType(), lambda c: c.cast("timestamp")),
+    "io.debezium.time.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
+    "org.apache.kafka.connect.data.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
+    "io.debezium.time.MicroTime": (StringType(), lambda c: _time_of_day(c.cast("long"))),
+    "io.debezium.time.NanoTime": (StringType(), lambda c: _time_of_day(F.floor(c.cast("long") / 1000))),
+    "io.debezium.time.ZonedTime": (StringType(), lambda c: c),
+    "io.debezium.time.Year": (IntegerType(), lambda c: c.cast("int")),
+    "io.debezium.data.Json": (StringType(), lambda c: c),
+    "io.debezium.data.Uuid": (StringType(), lambda c: c),
+    "io.debezium.data.Xml": (StringType(), lambda c: c),
+    "io.debezium.data.Enum": (StringType(), lambda c: c),
+    "io.debezium.data.EnumSet": (StringType(), lambda c: c),
+    "io.debezium.data.Bits": (BinaryType(), F.unbase64),
+    "io.debezium.data.VariableScaleDecimal": (StringType(), variable_scale_decimal),
+}
+
+
+def field_name(spec: dict[str, Any]) -> str:
+    """A Connect field's name: ``field`` in Debezium's JSON schemas, ``name`` in the key-schema variant."""
+    name = spec.get("field") if "field" in spec else spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"Kafka Connect field without a name: {spec}")
+    return name
+
+
+def column_type(spec: dict[str, Any]) -> ColumnType:
+    """Map one Connect field to a Spark type and decoder.
+
+    Accepts both Debezium's flat field form (``{"field", "type", "optional", "name", "parameters"}``) and the
+    nested form seen in key schemas (``{"name", "index", "schema": {"type", "optional"}}``), with types in any case.
+
+    Raises:
+        SchemaError: A type that is neither a known Connect primitive nor a known logical type.
+    """
+    name = field_name(spec)
+    if "field" in spec:
+        inner, logical = spec, spec.get("name")
+    elif isinstance(spec.get("schema"), dict):
+        inner = spec["schema"]
+        logical = inner.get("name")
+    else:
+        inner, logical = spec, None  # here "name" is the column's name
+    ctype = str(inner.get("type", "")).lower()
+    optional = _bool(inner.get("optional"), default=True)
+    params = inner.get("parameters") or {}
+    if logical == "org.apache.kafka.connect.data.Decimal":
+        scale = int(params.get("scale", 0))
+        precision = int(params.get("connect.decimal.precision", 38))
+        precision = min(max(precision, scale, 1), 38)
+        return ColumnType(name, DecimalType(precision, scale),
+                          lambda c, s=scale, p=precision: decimal_from_base64(c, scale=s, precision=p), optional)
+    if isinstance(logical, str) and logical in _LOGICAL:
+        data_type, convert = _LOGICAL[logical]
+        return ColumnType(name, data_type, convert, optional)
+    if ctype in _PRIMITIVES:
+        data_type, convert = _PRIMITIVES[ctype]
+        return ColumnType(name, data_type, convert, optional)
+    if ctype in ("struct", "array", "map"):
+        # Nested values are kept as their JSON text.
+        return ColumnType(name, StringType(), lambda c: c, optional)
+    raise SchemaError(f"column {name!r}: unsupported Kafka Connect type {inner.get('type')!r}"
+                      + (f" ({logical})" if logical else ""))
+
+
+def struct_columns(schema: dict[str, Any]) -> list[ColumnType]:
+    """Columns of a Connect struct schema, in order."""
+    return [column_type(f) for f in schema.get("fields") or []]
+
+
+def envelope_row_schema(value_schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The row struct (``after``, else ``before``) of a Debezium envelope schema, or None."""
+    fields = {f.get("field"): f for f in value_schema.get("fields") or [] if isinstance(f, dict)}
+    for side in ("after", "before"):
+        spec = fields.get(side)
+        if isinstance(spec, dict) and spec.get("fields"):
+            return spec
+    return None
+
+
+def cast_converter(data_type: DataType) -> Converter:
+    """Decoder for a column known only by its Spark type (payload-only events into an existing table).
+
+    Numbers and ISO strings are cast; numeric dates are days since the epoch and numeric timestamps micros since
+    the epoch (Debezium's defaults); decimals are plain text or Connect's base64 with the column's scale.
+    """
+    if isinstance(data_type, DateType):
+        return lambda c: F.when(c.rlike(r"^-?\d+$"), F.date_add(_EPOCH, c.cast("int"))).otherwise(c.cast("date"))
+    if isinstance(data_type, (TimestampType, TimestampNTZType)):
+        target = "timestamp_ntz" if isinstance(data_type, TimestampNTZType) else "timestamp"
+        return lambda c: F.when(c.rlike(r"^-?\d+$"), F.timestamp_micros(c.cast("long")).cast(target)) \
+            .otherwise(c.cast(target))
+    if isinstance(data_type, DecimalType):
+        return lambda c, t=data_type: F.coalesce(
+            c.cast(t), decimal_from_base64(c, scale=t.scale, precision=t.precision))
+    if isinstance(data_type, BinaryType):
+        return F.unbase64
+    return lambda c, t=data_type: c.cast(t)

@@ -1,0 +1,403 @@
+"""Landing: input files -> an immutable micro-batch in the raw zone, with a manifest.
+
+Input framings (``framing="auto"`` picks one per file from its first non-blank line):
+
+- ``jsonl``: one message value per line.
+- ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
+  (a flat ``[name, value, …]`` list, or an object), and ``key``/``payload`` as the raw message strings (null for a
+  null key or a tombstone).
+- ``json``: concatenated or pretty-printed JSON documents (as in the format documents), or one JSON array of
+  messages. A document that does not parse is kept as a broken message (with its line and the parser's reason),
+  and reading resumes at the next line that starts with ``{``.
+
+Raw zone layout, per source (``<raw root>/<source>/``)::
+
+    batches/<batch id>/part-<file index>.jsonl   one raw record per message (see RAW_FIELDS)
+    manifests/<batch id>.json                    the batch exists iff its manifest exists (the commit point)
+    claims/<batch id>                            batch ids are claimed once (put-if-absent) before writing
+    landed/<sha256>.json                         content hash of a landed input -> its batch (idempotency)
+
+Batch ids are zero-padded sequence numbers per source, so they sort in landing order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from cdclake import __version__
+from cdclake.exceptions import InputError, StorageError
+from cdclake.settings import LakeSettings
+from cdclake.storage import ObjectStore, open_store
+
+log = logging.getLogger(__name__)
+
+FRAMINGS = ("auto", "jsonl", "kcat", "json")
+BATCH_ID_WIDTH = 8
+_RESYNC = re.compile(r"^[{\[]", re.MULTILINE)
+
+RAW_FIELDS = (
+    "input", "file_index", "index", "line", "byte_offset", "framing",
+    "topic", "partition", "offset", "timestamp", "headers", "key", "value", "error",
+)
+"""Fields of a raw record: where the message came from (input URI, the file's index in the batch, the message's
+index in the file, 1-based line, byte offset, framing), Kafka coordinates when known (topic, partition, offset,
+timestamp ms, headers as an object), the message ``key`` and ``value`` as their raw strings (null for none), and
+``error`` when the message could not even be framed (it is quarantined by normalization)."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input to land: its location and content."""
+
+    uri: str
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def raw_store(settings: LakeSettings, source: str) -> ObjectStore:
+    """The raw zone of one source."""
+    return open_store(f"{settings.raw_root.rstrip('/')}/{source}", s3_endpoint=settings.s3_endpoint)
+
+
+def resolve_inputs(paths: Sequence[str], *, s3_endpoint: str | None = None) -> list[InputFile]:
+    """Read input files: file paths, directories (every file below, sorted) or ``s3://`` objects/prefixes.
+
+    Raises:
+        InputError: A path that does not exist or cannot be read, or inputs that hold no file at all.
+    """
+    files: list[InputFile] = []
+    for raw in paths:
+        if raw.startswith(("s3://", "s3a://")):
+            store = open_store(raw, s3_endpoint=s3_endpoint)
+            keys = list(store.list(""))
+            try:
+                files.extend(InputFile(store.uri(k), store.read_bytes(k)) for k in keys)
+            except StorageError as exc:
+                raise InputError(str(exc)) from exc
+            if not keys:
+                raise InputError(f"{raw}: no objects under this prefix")
+            continue
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            members = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        elif path.is_file():
+            members = [path]
+        else:
+            raise InputError(f"{raw}: no such file or directory")
+        for member in members:
+            try:
+                files.append(InputFile(str(member.resolve()), member.read_bytes()))
+            except OSError as exc:
+                raise InputError(f"{member}: cannot read ({exc.strerror or exc})") from exc
+    return files
+
+
+def detect_framing(text: str) -> str:
+    """Pick the framing of a file from its first non-blank line (see the module docstring)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            first = json.loads(stripped)
+        except ValueError:
+            return "json"
+        if isinstance(first, dict) and _is_kcat(first):
+            return "kcat"
+        if isinstance(first, list):
+            return "json"
+        return "jsonl"
+    return "jsonl"
+
+
+def _is_kcat(doc: dict[str, Any]) -> bool:
+    return "payload" in doc and ("topic" in doc or "offset" in doc) and (
+        doc["payload"] is None or isinstance(doc["payload"], str)
+    )
+
+
+def _headers(raw: Any) -> dict[str, str | None] | None:
+    """kcat -J headers: a flat [name, value, ...] list (or an object) -> {name: value}."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        return {str(k): (None if v is None else str(v)) for k, v in raw.items()}
+    if isinstance(raw, list):
+        it = iter(raw)
+        return {str(k): (None if v is None else str(v)) for k, v in zip(it, it)}
+    return None
+
+
+def _record(**fields: Any) -> dict[str, Any]:
+    return {name: fields.get(name) for name in RAW_FIELDS}
+
+
+class _Lines:
+    """Maps character offsets of a text to 1-based line numbers and byte offsets, for increasing offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.char = 0
+        self.line = 1
+        self.byte = 0
+
+    def at(self, char: int) -> tuple[int, int]:
+        chunk = self.text[self.char:char]
+        self.line += chunk.count("\n")
+        self.byte += len(chunk.encode("utf-8"))
+        self.char = char
+        return self.line, self.byte
+
+
+def frame_messages(text: str, *, framing: str, input_uri: str, file_index: int) -> Iterator[dict[str, Any]]:
+    """Split one input's text into raw records.
+
+    Args:
+        text: The file's content.
+        framing: One of :data:`FRAMINGS`; ``auto`` detects it.
+        input_uri: Where the file came from (kept in every record).
+        file_index: The file's index within the batch.
+
+    Yields:
+        Raw records (dicts with :data:`RAW_FIELDS`).
+    """
+    if framing == "auto":
+        framing = detect_framing(text)
+    if framing not in FRAMINGS:
+        raise InputError(f"framing {framing!r} is not one of {', '.join(FRAMINGS)}")
+    base = {"input": input_uri, "file_index": file_index, "framing": framing}
+    if framing in ("jsonl", "kcat"):
+        yield from _frame_lines(text, framing=framing, base=base)
+    else:
+        yield from _frame_documents(text, base=base)
+
+
+def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    index = 0
+    byte = 0
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        offset = byte
+        byte += len(line.encode("utf-8"))
+        body = line.strip()
+        if not body:
+            continue
+        if framing == "jsonl":
+            yield _record(**base, index=index, line=number, byte_offset=offset, value=body)
+        else:
+            yield _kcat_record(body, base=base, index=index, line=number, offset=offset)
+        index += 1
+
+
+def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offset: int) -> dict[str, Any]:
+    where = dict(base, index=index, line=line, byte_offset=offset)
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        return _record(**where, value=body, error=f"invalid kcat -J envelope JSON: {exc}")
+    if not isinstance(doc, dict) or not _is_kcat(doc):
+        return _record(**where, value=body, error="not a kcat -J envelope (needs topic/offset and payload)")
+    key = doc.get("key")
+    return _record(
+        **where,
+        topic=doc.get("topic"),
+        partition=doc.get("partition"),
+        offset=doc.get("offset"),
+        timestamp=doc.get("ts"),
+        headers=_headers(doc.get("headers")),
+        key=key if key is None or isinstance(key, str) else json.dumps(key),
+        value=doc.get("payload"),
+    )
+
+
+def _frame_documents(text: str, *, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    lines = _Lines(text)
+    index = 0
+    pos = 0
+    end_text = len(text)
+    while True:
+        while pos < end_text and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= end_text:
+            return
+        line, byte = lines.at(pos)
+        try:
+            doc, end = decoder.raw_decode(text, pos)
+        except ValueError as exc:
+            nxt = _RESYNC.search(text, pos + 1)
+            stop = nxt.start() if nxt else end_text
+            yield _record(**base, index=index, line=line, byte_offset=byte,
+                          value=text[pos:stop].strip(), error=f"invalid JSON: {exc}")
+            index += 1
+            pos = stop
+            continue
+        if isinstance(doc, list):
+            # A JSON array of messages: each element is one message, located at the array's line.
+            for element in doc:
+                yield _document_record(element, base=base, index=index, line=line, offset=byte)
+                index += 1
+        else:
+            yield _document_record(doc, base=base, index=index, line=line, offset=byte, raw=text[pos:end])
+            index += 1
+        pos = end
+
+
+def _document_record(doc: Any, *, base: dict[str, Any], index: int, line: int, offset: int,
+                     raw: str | None = None) -> dict[str, Any]:
+    if isinstance(doc, dict) and _is_kcat(doc):
+        return _kcat_record(json.dumps(doc), base=dict(base, framing="kcat"), index=index, line=line, offset=offset)
+    return _record(**base, index=index, line=line, byte_offset=offset,
+                   value=raw if raw is not None else json.dumps(doc, ensure_ascii=False))
+
+
+def _next_batch_id(store: ObjectStore) -> Iterator[str]:
+    """Candidate batch ids after the highest claimed one; callers claim them with put-if-absent."""
+    highest = 0
+    for key in store.list("claims/"):
+        name = key.rsplit("/", 1)[-1]
+        if name.isdigit():
+            highest = max(highest, int(name))
+    while True:
+        highest += 1
+        yield str(highest).zfill(BATCH_ID_WIDTH)
+
+
+def _landed_batch(store: ObjectStore, sha: str) -> str | None:
+    key = f"landed/{sha}.json"
+    if not store.exists(key):
+        return None
+    return json.loads(store.read_bytes(key))["batch_id"]
+
+
+def _repair_landed_markers(store: ObjectStore) -> None:
+    """Re-create the landed markers of the newest batch: a lander that died after its manifest (the commit point)
+    but before its markers would otherwise let the same input land twice."""
+    manifests = [k for k in store.list("manifests/") if k.endswith(".json")]
+    if not manifests:
+        return
+    latest = json.loads(store.read_bytes(manifests[-1]))
+    for entry in latest["files"]:
+        marker = f"landed/{entry['sha256']}.json"
+        if not store.exists(marker):
+            store.write_bytes(marker, json.dumps({"batch_id": latest["batch_id"], "input": entry["input"]}).encode())
+
+
+def list_batches(settings: LakeSettings, source: str) -> list[str]:
+    """Committed batch ids of a source (those with a manifest), in landing order."""
+    store = raw_store(settings, source)
+    return [k[len("manifests/"):-len(".json")] for k in store.list("manifests/") if k.endswith(".json")]
+
+
+def read_manifest(settings: LakeSettings, source: str, batch_id: str) -> dict[str, Any]:
+    """The manifest of a committed batch.
+
+    Raises:
+        StorageError: The batch has no manifest (never landed, or landing did not finish).
+    """
+    store = raw_store(settings, source)
+    key = f"manifests/{batch_id}.json"
+    if not store.exists(key):
+        raise StorageError(f"batch {batch_id} of source {source!r} has no manifest at {store.uri(key)}")
+    return json.loads(store.read_bytes(key))
+
+
+def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile],
+               framing: str = "auto") -> tuple[str | None, bool, int, str | None]:
+    """Land input files as the next micro-batch of a source, unless they were landed before.
+
+    Inputs whose content (sha256) was landed before are not landed again. When every input was landed before,
+    the batch holding the first of them is returned with ``created=False``.
+
+    Args:
+        settings: The lake.
+        source: Source name (raw zone folder; batches are numbered per source).
+        files: Inputs with their content.
+        framing: Input framing, see :data:`FRAMINGS`.
+
+    Returns:
+        (batch id or None when there was nothing to land, created, message count, manifest URI).
+    """
+    store = raw_store(settings, source)
+    _repair_landed_markers(store)
+    fresh: list[InputFile] = []
+    seen: set[str] = set()
+    existing: str | None = None
+    for f in files:
+        sha = f.sha256
+        if sha in seen:
+            continue
+        seen.add(sha)
+        landed = _landed_batch(store, sha)
+        if landed is not None:
+            log.info("%s was landed before in batch %s; not landing it again", f.uri, landed)
+            existing = existing or landed
+        else:
+            fresh.append(f)
+    if not fresh:
+        if existing is None:
+            return None, False, 0, None
+        manifest = read_manifest(settings, source, existing)
+        return existing, False, manifest["message_count"], store.uri(f"manifests/{existing}.json")
+
+    for batch_id in _next_batch_id(store):
+        if store.write_bytes(f"claims/{batch_id}", b"", if_absent=True):
+            break
+    entries = []
+    total = 0
+    for file_index, f in enumerate(fresh):
+        try:
+            text = f.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}); CDC JSON inputs must be UTF-8") from exc
+        records = list(frame_messages(text, framing=framing, input_uri=f.uri, file_index=file_index))
+        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        raw_key = f"batches/{batch_id}/part-{file_index:05d}.jsonl"
+        store.write_bytes(raw_key, body)
+        lines = [r["line"] for r in records]
+        entries.append({
+            "input": f.uri,
+            "sha256": f.sha256,
+            "size": len(f.data),
+            "framing": records[0]["framing"] if records else (framing if framing != "auto" else "jsonl"),
+            "messages": len(records),
+            "broken": sum(1 for r in records if r["error"]),
+            "first_line": min(lines) if lines else None,
+            "last_line": max(lines) if lines else None,
+            "raw_object": raw_key,
+            "raw_sha256": hashlib.sha256(body).hexdigest(),
+        })
+        total += len(records)
+        log.info("landed %s: %d messages (%s) -> %s", f.uri, len(records), entries[-1]["framing"], raw_key)
+    manifest = {
+        "batch_id": batch_id,
+        "source": source,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+        "message_count": total,
+        "files": entries,
+        "cdclake_version": __version__,
+    }
+    manifest_key = f"manifests/{batch_id}.json"
+    if not store.write_bytes(manifest_key, json.dumps(manifest, indent=2).encode("utf-8"), if_absent=True):
+        raise StorageError(f"batch {batch_id} of {source!r} already has a manifest; another lander claimed it")
+    for entry in entries:
+        store.write_bytes(f"landed/{entry['sha256']}.json",
+                          json.dumps({"batch_id": batch_id, "input": entry["input"]}).encode("utf-8"))
+    log.info("batch %s of source %r: %d messages from %d files", batch_id, source, total, len(entries))
+    return batch_id, True, total, store.uri(manifest_key)
+
+
+def batch_raw_paths(settings: LakeSettings, source: str, batch_id: str) -> list[str]:
+    """Local paths of a batch's raw record files (downloaded first when the raw zone is on S3)."""
+    store = raw_store(settings, source)
+    manifest = read_manifest(settings, source, batch_id)
+    return [str(store.local_copy(entry["raw_object"])) for entry in manifest["files"]]

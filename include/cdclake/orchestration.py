@@ -1,0 +1,246 @@
+"""Task bodies of the ``cdclake_ingest`` DAG: plain functions from DAG params and upstream results to JSON.
+
+The DAG file only wires these together, so it stays cheap to parse; everything heavy (Spark, Great Expectations,
+pyiceberg) is imported inside the functions, when a task runs. Every function takes the run's params (a mapping
+as Airflow passes it) and the upstream task's result dict, and returns a dict fit for XCom.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from cdclake.exceptions import CdclakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdclake.quality import ExpectationOutcome, ValidationSummary
+    from cdclake.settings import LakeSettings
+
+log = logging.getLogger(__name__)
+
+SPARK_APP_NAME = "cdclake-airflow"
+
+
+class ValidationFailedError(CdclakeError):
+    """Data-quality validation of a batch failed; ``report`` is the compact summary that was also logged.
+
+    Attributes:
+        report: The result of :func:`validate_tables` (``success`` False).
+    """
+
+    def __init__(self, message: str, report: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def default_lake() -> str:
+    """Default of the ``lake`` param: ``CDCLAKE_LAKE``, else ``lake`` (relative to the worker's directory)."""
+    return os.environ.get("CDCLAKE_LAKE") or "lake"
+
+
+def default_inbox() -> str:
+    """Default of the ``inbox`` param: ``CDCLAKE_INBOX``, else empty, meaning ``<lake>/inbox``."""
+    return os.environ.get("CDCLAKE_INBOX", "")
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """The DAG params of one run, resolved.
+
+    Attributes:
+        source: Source name (raw zone prefix, batch ids are per source).
+        fmt: Change-stream format of the source (``debezium``, ``canal``, ...).
+        lake: Lake root directory.
+        inbox: Inbox location (directory or ``s3://`` prefix); empty means ``<lake>/inbox``.
+        keys: Declared primary keys, ``[TABLE=]COL[,COL]`` each.
+    """
+
+    source: str
+    fmt: str
+    lake: str
+    inbox: str
+    keys: tuple[str, ...] = ()
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "RunParams":
+        """Read the DAG params (``source``, ``format``, ``lake``, ``inbox``, ``keys``).
+
+        Raises:
+            ConfigError: ``keys`` is not a list of strings, or ``source``/``format`` is empty.
+        """
+        from cdclake.exceptions import ConfigError
+
+        keys = params.get("keys") or []
+        if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+            raise ConfigError(f"param keys={keys!r}: expected a list of [TABLE=]COL[,COL] strings")
+        source = str(params.get("source") or "").strip()
+        fmt = str(params.get("format") or "").strip()
+        if not source or not fmt:
+            raise ConfigError(f"params source={source!r}, format={fmt!r}: both must be non-empty")
+        return cls(
+            source=source,
+            fmt=fmt,
+            lake=str(params.get("lake") or default_lake()),
+            inbox=str(params.get("inbox") or ""),
+            keys=tuple(keys),
+        )
+
+    def settings(self) -> "LakeSettings":
+        """The lake's settings (``CDCLAKE_*`` variables still override individual locations)."""
+        from cdclake.settings import LakeSettings
+
+        return LakeSettings.from_env(self.lake)
+
+    def inbox_location(self, settings: "LakeSettings") -> str:
+        """The inbox to land from: the ``inbox`` param, or ``<lake>/inbox``."""
+        return self.inbox or str(settings.root / "inbox")
+
+
+def _spark(settings: "LakeSettings") -> "SparkSession":
+    from cdclake.spark import get_spark
+
+    return get_spark(settings, app_name=SPARK_APP_NAME)
+
+
+def land_batch(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Land every inbox file not landed before as one new batch.
+
+    Args:
+        params: The run's DAG params.
+
+    Returns:
+        The ``LandResult`` as a dict, or None when the inbox held nothing new (the DAG then skips the rest).
+    """
+    from cdclake import pipeline
+
+    run = RunParams.from_params(params)
+    settings = run.settings()
+    inbox = run.inbox_location(settings)
+    result = pipeline.land_inbox(settings, source=run.source, inbox=inbox)
+    if result.batch_id is None:
+        log.info("nothing new in inbox %s for source %s", inbox, run.source)
+        return None
+    log.info("landed batch %s of source %s: %d messages from %s (manifest %s)", result.batch_id, run.source,
+             result.message_count, inbox, result.manifest)
+    return result.to_dict()
+
+
+def normalize_batch(params: Mapping[str, Any], landed: Mapping[str, Any]) -> dict[str, Any]:
+    """Normalize a landed batch into canonical change records per table.
+
+    Args:
+        params: The run's DAG params.
+        landed: Result of :func:`land_batch`.
+
+    Returns:
+        The ``NormalizeResult`` as a dict.
+    """
+    from cdclake import pipeline
+    from cdclake.keys import KeySpec
+
+    run = RunParams.from_params(params)
+    settings = run.settings()
+    keys = KeySpec.parse(run.keys)
+    result = pipeline.normalize_batch(_spark(settings), settings, source=run.source, batch_id=landed["batch_id"],
+                                      fmt=run.fmt, keys=keys)
+    tables = ", ".join(f"{t}: {n}" for t, n in sorted(result.tables.items())) or "none"
+    log.info("normalized batch %s (%s): %s; quarantined %d; skipped %s", result.batch_id, run.fmt, tables,
+             result.quarantined, result.skipped or "none")
+    return result.to_dict()
+
+
+def apply_changes(params: Mapping[str, Any], normalized: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply a normalized batch to the Iceberg tables.
+
+    Args:
+        params: The run's DAG params.
+        normalized: Result of :func:`normalize_batch`.
+
+    Returns:
+        The ``ApplyResult`` as a dict.
+    """
+    from cdclake import pipeline
+
+    run = RunParams.from_params(params)
+    settings = run.settings()
+    result = pipeline.apply_batch(_spark(settings), settings, source=run.source, batch_id=normalized["batch_id"])
+    for table, c in sorted(result.tables.items()):
+        log.info("%s: +%d inserted, ~%d updated, -%d deleted, %d stale skipped; rows %d -> %d", table, c.inserted,
+                 c.updated, c.deleted, c.skipped_stale, c.rows_before, c.rows_after)
+    return result.to_dict()
+
+
+def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, run_id: str) -> dict[str, Any]:
+    """Validate the tables a batch touched and build the data-quality report.
+
+    Args:
+        params: The run's DAG params.
+        applied: Result of :func:`apply_changes`.
+        run_id: The Airflow run id; names the validation run in the report.
+
+    Returns:
+        ``{"success": True, "batch_id", "data_docs_index", "summaries": [ValidationSummary.to_dict(), ...]}``.
+
+    Raises:
+        ValidationFailedError: Some expectation failed; the message lists them and names the report.
+    """
+    from cdclake import pipeline
+    from cdclake.pipeline import ApplyResult
+
+    run = RunParams.from_params(params)
+    settings = run.settings()
+    result = ApplyResult.from_dict(dict(applied))
+    summaries = pipeline.validate_batch(_spark(settings), settings, source=run.source, batch_id=result.batch_id,
+                                        applied=result, run_id=run_id)
+    report = {
+        "success": all(s.success for s in summaries),
+        "batch_id": result.batch_id,
+        "data_docs_index": _data_docs_index(summaries, settings),
+        "summaries": [s.to_dict() for s in summaries],
+    }
+    text = describe_validation(summaries, report["data_docs_index"])
+    if not report["success"]:
+        raise ValidationFailedError(text, report)
+    log.info("%s", text)
+    return report
+
+
+def _data_docs_index(summaries: list["ValidationSummary"], settings: "LakeSettings") -> str:
+    for summary in summaries:
+        if summary.data_docs_index:
+            return str(summary.data_docs_index)
+    return str(settings.dq_root)
+
+
+def describe_validation(summaries: list["ValidationSummary"], data_docs_index: str) -> str:
+    """A readable account of a batch's validation: one line per table, one per failed expectation.
+
+    Args:
+        summaries: What :func:`cdclake.pipeline.validate_batch` returned.
+        data_docs_index: Where the Data Docs are.
+
+    Returns:
+        Lines of text; the first says whether the batch passed.
+    """
+    failed_tables = [s for s in summaries if not s.success]
+    head = (f"validation FAILED for {len(failed_tables)} of {len(summaries)} table(s)" if failed_tables
+            else f"validation passed for {len(summaries)} table(s)")
+    lines = [head]
+    for summary in summaries:
+        lines.append(f"  {'PASS' if summary.success else 'FAIL'} {summary.table_id}: "
+                     f"{len(summary.outcomes) - len(summary.failed())}/{len(summary.outcomes)} expectations held")
+        for failure in summary.failed():
+            lines.append(f"      failed: {_describe_failure(failure)}")
+        if not summary.success:
+            lines.append(f"      report: {summary.report_json}")
+    lines.append(f"  Data Docs: {data_docs_index}")
+    return "\n".join(lines)
+
+
+def _describe_failure(outcome: "ExpectationOutcome") -> str:
+    target = f"({outcome.column})" if outcome.column else ""
+    return f"{outcome.expectation}{target}, observed {outcome.observed_value!r}"

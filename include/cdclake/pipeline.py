@@ -1,0 +1,167 @@
+"""The stages of a micro-batch, as one API for the CLI, the Airflow DAGs and the spark-submit jobs.
+
+    land -> normalize -> apply -> validate
+
+Each stage is idempotent for a given (source, batch id): landing the same input again returns the existing
+batch, normalizing rewrites the same staging data, applying skips changes whose position is not newer than the
+row's, validating writes the same report again. Results are plain dataclasses with ``to_dict``/``from_dict`` so
+they travel through Airflow XCom as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdclake.keys import KeySpec
+    from cdclake.quality import ValidationSummary
+    from cdclake.settings import LakeSettings
+
+
+@dataclass(frozen=True)
+class LandResult:
+    """What landing produced.
+
+    Attributes:
+        source: Source name.
+        batch_id: The batch holding the input, or None when there was nothing to land.
+        created: False when every input had been landed before (the existing batch is returned).
+        message_count: Messages in the batch.
+        manifest: Location of the batch manifest.
+    """
+
+    source: str
+    batch_id: str | None
+    created: bool
+    message_count: int = 0
+    manifest: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LandResult":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class NormalizeResult:
+    """What normalizing a batch produced: canonical records per table, quarantined and skipped messages."""
+
+    source: str
+    batch_id: str
+    tables: dict[str, int] = field(default_factory=dict)
+    quarantined: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "NormalizeResult":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TableCounts:
+    """Effect of one batch on one table. ``rows_before + inserted - deleted == rows_after``."""
+
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    skipped_stale: int = 0
+    rows_before: int = 0
+    rows_after: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """Effect of one batch on every table it touched."""
+
+    source: str
+    batch_id: str
+    tables: dict[str, TableCounts] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "batch_id": self.batch_id,
+                "tables": {t: c.to_dict() for t, c in self.tables.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ApplyResult":
+        return cls(data["source"], data["batch_id"], {t: TableCounts(**c) for t, c in data["tables"].items()})
+
+
+def land_inputs(settings: "LakeSettings", *, source: str, inputs: Sequence[str], framing: str = "auto") -> LandResult:
+    """Land input files/directories/``s3://`` prefixes as the next batch of a source (see :mod:`cdclake.landing`).
+
+    Raises:
+        InputError: An input that does not exist or cannot be read.
+    """
+    from cdclake.landing import land_files, resolve_inputs
+
+    files = resolve_inputs(inputs, s3_endpoint=settings.s3_endpoint)
+    batch_id, created, count, manifest = land_files(settings, source=source, files=files, framing=framing)
+    return LandResult(source, batch_id, created, count, manifest)
+
+
+def land_inbox(settings: "LakeSettings", *, source: str, inbox: str, framing: str = "auto") -> LandResult:
+    """Land every inbox file (a directory or ``s3://`` prefix) not landed before, as one new batch.
+
+    Returns:
+        The new batch, or a result with ``batch_id=None`` when the inbox holds nothing new (or nothing at all).
+    """
+    from pathlib import Path
+
+    from cdclake.landing import land_files, resolve_inputs
+    from cdclake.storage import open_store
+
+    if inbox.startswith(("s3://", "s3a://")):
+        if not any(True for _ in open_store(inbox, s3_endpoint=settings.s3_endpoint).list("")):
+            return LandResult(source, None, False)
+    elif not Path(inbox).exists():
+        return LandResult(source, None, False)
+    files = resolve_inputs([inbox], s3_endpoint=settings.s3_endpoint)
+    batch_id, created, count, manifest = land_files(settings, source=source, files=files, framing=framing)
+    if not created:
+        return LandResult(source, None, False)
+    return LandResult(source, batch_id, created, count, manifest)
+
+
+def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str, fmt: str,
+                    keys: "KeySpec | None" = None) -> NormalizeResult:
+    """Normalize a landed batch into staged canonical records (see :mod:`cdclake.normalize`)."""
+    from cdclake.normalize import normalize_batch as run
+
+    return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys)
+
+
+def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> ApplyResult:
+    """Apply a normalized batch to its Iceberg tables (see :mod:`cdclake.apply`)."""
+    from cdclake.apply import apply_batch as run
+
+    return run(spark, settings, source=source, batch_id=batch_id)
+
+
+def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
+                   applied: ApplyResult, run_id: str) -> list["ValidationSummary"]:
+    """Validate every table a batch touched with Great Expectations (see :mod:`cdclake.quality`).
+
+    The row-count expectation reconciles the table with the batch: rows before + inserted - deleted.
+    """
+    from cdclake.catalog import key_columns_of
+    from cdclake.identity import spark_table_name
+    from cdclake.quality import validate_table
+
+    summaries = []
+    for tid, counts in sorted(applied.tables.items()):
+        summaries.append(validate_table(
+            spark.table(spark_table_name(tid)), table_id=tid, key_columns=key_columns_of(spark, tid),
+            expected_row_count=counts.rows_after, dq_root=settings.dq_root, run_id=run_id, batch_id=batch_id,
+        ))
+    return summaries

@@ -1,0 +1,102 @@
+"""The quarantine: every message cdclake could not apply, with the reason, where it came from and its raw text.
+
+One Iceberg table, ``cdclake_meta.quarantine``. Rows of a (source, batch) are replaced when the batch is
+normalized again, so re-running a batch never duplicates them. Nothing is dropped silently: a message is either
+staged, skipped with a counted reason (tombstones, logical-decoding messages), or quarantined here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Sequence
+
+from cdclake.catalog import ensure_namespace
+from cdclake.identity import meta_table, spark_table_name
+from cdclake.settings import META_NAMESPACE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+TABLE = meta_table("quarantine")
+PASSTHROUGH = ("input", "line", "byte_offset", "offset", "key", "value", "table_id")
+"""Parsed-record columns a quarantine row keeps (besides the reason)."""
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS {name} (
+  quarantined_at timestamp,
+  source string,
+  format string,
+  batch_id string,
+  input string,
+  line bigint,
+  byte_offset bigint,
+  kafka_offset bigint,
+  table_id string,
+  reason string,
+  raw_key string,
+  raw_value string
+) USING iceberg
+TBLPROPERTIES ('format-version'='2')
+"""
+
+
+def ensure_table(spark: "SparkSession") -> str:
+    """Create the quarantine table if missing; return its Spark name."""
+    ensure_namespace(spark, META_NAMESPACE)
+    name = spark_table_name(TABLE)
+    spark.sql(_DDL.format(name=name))
+    return name
+
+
+def record(spark: "SparkSession", frames: Sequence["DataFrame"], *, source: str, batch_id: str, fmt: str) -> int:
+    """Replace a batch's quarantine rows with these rejected records.
+
+    Args:
+        spark: The session.
+        frames: DataFrames with :data:`PASSTHROUGH` columns and ``reason``.
+        source: Source name.
+        batch_id: Batch id.
+        fmt: Format name.
+
+    Returns:
+        The number of quarantined messages.
+    """
+    from pyspark.sql import functions as F
+
+    name = ensure_table(spark)
+    rows = None
+    for frame in frames:
+        shaped = frame.select(
+            F.current_timestamp().alias("quarantined_at"),
+            F.lit(source).alias("source"),
+            F.lit(fmt).alias("format"),
+            F.lit(batch_id).alias("batch_id"),
+            F.col("input"),
+            F.col("line").cast("bigint"),
+            F.col("byte_offset").cast("bigint"),
+            F.col("offset").cast("bigint").alias("kafka_offset"),
+            F.col("table_id"),
+            F.col("reason"),
+            F.col("key").alias("raw_key"),
+            F.col("value").alias("raw_value"),
+        )
+        rows = shaped if rows is None else rows.unionByName(shaped)
+    spark.sql(f"DELETE FROM {name} WHERE source = '{_sql(source)}' AND batch_id = '{_sql(batch_id)}'")
+    if rows is None:
+        return 0
+    rows = rows.persist()
+    try:
+        count = rows.count()
+        if count:
+            rows.writeTo(name).append()
+            for r in rows.groupBy("reason").count().orderBy(F.desc("count")).limit(5).collect():
+                log.warning("quarantined %d message(s) of batch %s: %s", r["count"], batch_id, r["reason"])
+        return count
+    finally:
+        rows.unpersist()
+
+
+def _sql(text: str) -> str:
+    return text.replace("'", "''")

@@ -1,0 +1,126 @@
+"""The one SparkSession of a process, wired to the lake's Iceberg JDBC catalog.
+
+Jars come from the machine, never from Maven: the Iceberg Spark runtime from the ``snowpark-connect-deps-iceberg``
+wheel, the JDBC drivers from Debian's ``libxerial-sqlite-jdbc-java`` / ``libpostgresql-jdbc-java``. Where Maven is
+reachable, ``CDCLAKE_SPARK_PACKAGES`` (passed to ``spark.jars.packages``) is the alternative.
+
+Environment: ``CDCLAKE_SPARK_MASTER`` (default ``local[*]``), ``CDCLAKE_SPARK_JARS`` (extra comma-separated jars),
+``CDCLAKE_SPARK_PACKAGES``, ``CDCLAKE_SHUFFLE_PARTITIONS`` (default 8).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdclake.exceptions import ConfigError
+from cdclake.settings import CATALOG_NAME, LakeSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+SQLITE_JDBC_JAR = Path("/usr/share/java/xerial-sqlite-jdbc.jar")
+POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+
+
+def iceberg_runtime_jar() -> Path:
+    """Locate the Iceberg Spark runtime jar shipped in the ``snowpark-connect-deps-iceberg`` wheel.
+
+    Raises:
+        ConfigError: The wheel is not installed or does not contain the expected jar.
+    """
+    try:
+        jar = Path(str(resources.files("snowpark_connect_deps_iceberg") / "jars" / ICEBERG_RUNTIME_JAR))
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            "snowpark-connect-deps-iceberg==1.0.2 is not installed; run .ci/bootstrap (it ships the Iceberg jar)"
+        ) from exc
+    if not jar.is_file():
+        raise ConfigError(f"{jar} is missing; snowpark-connect-deps-iceberg must be version 1.0.2")
+    return jar
+
+
+def _jars(settings: LakeSettings) -> list[str]:
+    jars = [str(iceberg_runtime_jar())]
+    driver = SQLITE_JDBC_JAR if settings.catalog_uri.startswith("jdbc:sqlite:") else POSTGRES_JDBC_JAR
+    if not driver.is_file():
+        package = "libxerial-sqlite-jdbc-java" if driver is SQLITE_JDBC_JAR else "libpostgresql-jdbc-java"
+        raise ConfigError(f"JDBC driver {driver} is missing: apt-get install {package} (or run .ci/bootstrap)")
+    jars.append(str(driver))
+    extra = os.environ.get("CDCLAKE_SPARK_JARS", "")
+    jars.extend(j for j in extra.split(",") if j.strip())
+    return jars
+
+
+def spark_conf(settings: LakeSettings) -> dict[str, str]:
+    """The Spark configuration for a lake: Iceberg extensions and the ``lake`` JDBC catalog.
+
+    Args:
+        settings: The lake to connect to.
+
+    Returns:
+        Spark configuration keys and values (also usable as ``spark-submit --conf`` pairs).
+    """
+    prefix = f"spark.sql.catalog.{CATALOG_NAME}"
+    conf = {
+        "spark.jars": ",".join(_jars(settings)),
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+        f"{prefix}.uri": settings.catalog_uri,
+        f"{prefix}.jdbc.schema-version": "V1",
+        f"{prefix}.warehouse": settings.warehouse_uri,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": os.environ.get("CDCLAKE_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.ui.enabled": os.environ.get("CDCLAKE_SPARK_UI", "false"),
+        "spark.driver.memory": os.environ.get("CDCLAKE_DRIVER_MEMORY", "4g"),
+        # Parquet timestamps without time zone stay what they are; Iceberg maps them to timestamp_ntz.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+    if settings.catalog_user:
+        conf[f"{prefix}.jdbc.user"] = settings.catalog_user
+    if settings.catalog_password:
+        conf[f"{prefix}.jdbc.password"] = settings.catalog_password
+    if settings.s3_endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = settings.s3_endpoint
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+    packages = os.environ.get("CDCLAKE_SPARK_PACKAGES")
+    if packages:
+        conf["spark.jars.packages"] = packages
+    return conf
+
+
+def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSession":
+    """Return this process's SparkSession, creating it on first use.
+
+    One session serves every stage of a process (land, normalize, apply, validate); a second call with other
+    settings returns the same session, so a process works with one lake.
+
+    Args:
+        settings: The lake the session's ``lake`` catalog points at.
+        app_name: Spark application name.
+
+    Returns:
+        The active SparkSession.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings.ensure_local_dirs()
+    builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDCLAKE_SPARK_MASTER", "local[*]"))
+    for key, value in spark_conf(settings).items():
+        builder = builder.config(key, value)
+    log.info("starting Spark (%s) with catalog %s", os.environ.get("CDCLAKE_SPARK_MASTER", "local[*]"),
+             settings.catalog_uri)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
+    return session

@@ -1,0 +1,43 @@
+"""Shared fixtures: one SparkSession per test run (real Spark, real Iceberg JDBC catalog on SQLite).
+
+Spark's catalog configuration is fixed when the session starts, so the whole run uses one lake directory
+(``session_lake``); tests isolate themselves by using their own table names or their own namespaces.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cdclake.settings import LakeSettings
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = REPO.parent / "shared" / "seeds"
+
+
+@pytest.fixture(scope="session")
+def session_lake(tmp_path_factory: pytest.TempPathFactory) -> LakeSettings:
+    """The lake every in-process Spark test shares."""
+    root = tmp_path_factory.mktemp("lake")
+    return LakeSettings.from_env(root, env={})
+
+
+@pytest.fixture(scope="session")
+def spark(session_lake: LakeSettings):
+    """The test run's one SparkSession (``local[2]``, few shuffle partitions)."""
+    os.environ.setdefault("CDCLAKE_SPARK_MASTER", "local[2]")
+    os.environ.setdefault("CDCLAKE_SHUFFLE_PARTITIONS", "2")
+    os.environ.setdefault("CDCLAKE_DRIVER_MEMORY", "2g")
+    from cdclake.spark import get_spark
+
+    session = get_spark(session_lake, app_name="cdclake-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def lake(tmp_path: Path) -> LakeSettings:
+    """A fresh lake directory for tests that run cdclake in subprocesses (CLI, Airflow)."""
+    return LakeSettings.from_env(tmp_path / "lake", env={})
