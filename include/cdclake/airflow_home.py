@@ -119,7 +119,8 @@ def airflow_env(home: str | os.PathLike[str] | None = None, base: Mapping[str, s
 
     Returns:
         A copy of ``base`` with ``AIRFLOW_HOME``, ``AIRFLOW_CONFIG``, the managed settings as ``AIRFLOW__*``
-        variables, and ``<repo>/include`` first on ``PYTHONPATH``.
+        variables, this interpreter's ``bin`` directory first on ``PATH`` and ``<repo>/include`` first on
+        ``PYTHONPATH``.
     """
     home_path = Path(home).expanduser().resolve() if home is not None else DEFAULT_HOME
     env = dict(os.environ if base is None else base)
@@ -127,6 +128,9 @@ def airflow_env(home: str | os.PathLike[str] | None = None, base: Mapping[str, s
     env["AIRFLOW_CONFIG"] = str(home_path / "airflow.cfg")
     for (section, key), value in settings_for(home_path).items():
         env[f"AIRFLOW__{section.upper()}__{key.upper()}"] = value
+    # `airflow standalone` starts its components as `airflow ...` subprocesses found on PATH.
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bin_dir, *(p for p in env.get("PATH", "").split(os.pathsep) if p != bin_dir)])
     include = str(REPO_ROOT / "include")
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != include]
     env["PYTHONPATH"] = os.pathsep.join([include, *paths])

@@ -9,6 +9,10 @@ For each table of a batch:
 4. ``MERGE INTO`` performs the actions, re-checking positions in its conditions, so a concurrent writer's newer
    row is never overwritten. Into an empty table, the inserts are a plain append (no MERGE).
 
+Deleted keys keep their delete position in ``cdclake_meta.tombstones`` (and a truncate its position as the
+table's watermark), so a late or replayed older change cannot resurrect a deleted row: a change is applied only
+if it is newer than the stored row, the key's tombstone and the truncate watermark.
+
 Target rows carry bookkeeping columns: ``_cdc_position``, ``_cdc_op``, ``_cdc_source_ts``, ``_cdc_batch_id``,
 ``_cdc_applied_at``. Columns the source did not send (``unavailable``, e.g. unchanged TOAST) keep their stored value.
 """
@@ -22,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
+from cdclake import tombstones
 from cdclake.catalog import KEY_COLUMNS_PROPERTY, ensure_namespace, table_exists, table_schema
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.normalize import staged_tables, staging_dir
@@ -107,18 +112,32 @@ def flatten(changes: DataFrame, key: Sequence[str], columns: Sequence[StructFiel
     )
 
 
-def classify(winners: DataFrame, stored: DataFrame, key: Sequence[str]) -> DataFrame:
-    """Add ``_action`` (insert/update/delete/stale/noop) by comparing winners with stored positions (pure)."""
+def classify(winners: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],
+             watermark: str | None = None) -> DataFrame:
+    """Add ``_action`` (insert/update/delete/stale/noop) by comparing winners with stored positions (pure).
+
+    Args:
+        winners: One change per key, with ``_key_json``.
+        stored: The table (key columns and ``_cdc_position``).
+        tombstones: Deleted keys of the table: ``_key_json``, ``_tomb_position``.
+        key: Key columns.
+        watermark: Position of the table's latest truncate, or None.
+    """
     stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"))
-    joined = winners.join(stored, list(key), "left")
+    joined = winners.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
     is_delete = F.col("_cdc_op") == "d"
+    pos = F.col("_cdc_position")
+    not_newer_than_truncate = pos <= F.lit(watermark) if watermark is not None else F.lit(False)
     action = (
-        F.when(F.col("_stored_position").isNull(), F.when(is_delete, "noop").otherwise("insert"))
-        .when(F.col("_cdc_position") <= F.col("_stored_position"), "stale")
+        F.when(not_newer_than_truncate, "stale")
+        .when(F.col("_stored_position").isNull(),
+              F.when(F.col("_tomb_position").isNotNull() & (pos <= F.col("_tomb_position")), "stale")
+              .when(is_delete, "noop").otherwise("insert"))
+        .when(pos <= F.col("_stored_position"), "stale")
         .when(is_delete, "delete")
         .otherwise("update")
     )
-    return joined.withColumn("_action", action).drop("_stored_position")
+    return joined.withColumn("_action", action).drop("_stored_position", "_tomb_position")
 
 
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str]) -> dict[str, DataType]:
@@ -156,18 +175,18 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
 
+    tombstones.ensure_table(spark)
     truncated_at = changes.where(F.col("op") == "t").agg(F.max("position")).first()[0]
     if truncated_at is not None:
         spark.sql(f"DELETE FROM {name} WHERE _cdc_position < '{truncated_at}'")
+        tombstones.record_truncate(spark, tid, truncated_at)
         log.info("table %s: truncate at %s", tid, truncated_at)
-        changes = changes.where(F.col("position") > F.lit(truncated_at))
     changes = changes.where(F.col("op") != "t")
-    if "after" in changes.columns:
-        changes = changes.withColumn("after", F.col("after"))
     flat = flatten(changes, key, [f for f in columns if f.name in value_columns])
-    winners = latest_per_key(flat, key)
+    winners = latest_per_key(flat, key).withColumn("_key_json", F.to_json(F.struct(*key)))
     rows_before = spark.table(name).count()
-    classified = classify(winners, spark.table(name), key).persist()
+    classified = classify(winners, spark.table(name), tombstones.of_table(spark, tid), key,
+                          watermark=tombstones.watermark(spark, tid)).persist()
     try:
         counts = {r["_action"]: r["count"] for r in classified.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
@@ -180,6 +199,8 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                 classified.where(F.col("_action").isin("insert", "update", "delete")).createOrReplaceTempView(view)
                 spark.sql(merge_sql(name, view, key=key, columns=value_columns))
                 spark.catalog.dropTempView(view)
+        tombstones.record_deletes(spark, tid, classified.where(
+            (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
         result = TableCounts(
             inserted=inserted, updated=updated, deleted=deleted, skipped_stale=counts.get("stale", 0),
             rows_before=rows_before, rows_after=rows_before + inserted - deleted,

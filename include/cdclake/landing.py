@@ -78,9 +78,16 @@ def resolve_inputs(paths: Sequence[str], *, s3_endpoint: str | None = None) -> l
     files: list[InputFile] = []
     for raw in paths:
         if raw.startswith(("s3://", "s3a://")):
-            store = open_store(raw, s3_endpoint=s3_endpoint)
-            keys = list(store.list(""))
             try:
+                store = open_store(raw, s3_endpoint=s3_endpoint)
+                keys = list(store.list(""))
+                bucket_and_key = raw.partition("://")[2]
+                if not keys and "/" in bucket_and_key and not raw.endswith("/"):
+                    # Nothing below it as a prefix: it may name one object (s3://bucket/inbox/file.json).
+                    parent, _, name = raw.rpartition("/")
+                    parent_store = open_store(parent, s3_endpoint=s3_endpoint)
+                    if parent_store.exists(name):
+                        store, keys = parent_store, [name]
                 files.extend(InputFile(store.uri(k), store.read_bytes(k)) for k in keys)
             except StorageError as exc:
                 raise InputError(str(exc)) from exc
@@ -104,7 +111,7 @@ def resolve_inputs(paths: Sequence[str], *, s3_endpoint: str | None = None) -> l
 
 def detect_framing(text: str) -> str:
     """Pick the framing of a file from its first non-blank line (see the module docstring)."""
-    for line in text.splitlines():
+    for line in text.split("\n"):
         stripped = line.strip()
         if not stripped:
             continue
@@ -182,10 +189,20 @@ def frame_messages(text: str, *, framing: str, input_uri: str, file_index: int) 
         yield from _frame_documents(text, base=base)
 
 
+def _split_lines(text: str) -> list[str]:
+    """The lines of a text, each with its line feed. Unlike ``str.splitlines``, only a line feed ends a line:
+    U+2028, U+2029, U+0085 and the like are legal raw characters inside JSON strings and must not split a message."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
     index = 0
     byte = 0
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for number, line in enumerate(_split_lines(text), start=1):
         offset = byte
         byte += len(line.encode("utf-8"))
         body = line.strip()

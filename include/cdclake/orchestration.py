@@ -12,13 +12,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from cdclake.exceptions import CdclakeError
+from cdclake.exceptions import CdclakeError, ConfigError
+from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.quality import ExpectationOutcome, ValidationSummary
-    from cdclake.settings import LakeSettings
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,6 @@ def default_lake() -> str:
     return os.environ.get("CDCLAKE_LAKE") or "lake"
 
 
-def default_inbox() -> str:
-    """Default of the ``inbox`` param: ``CDCLAKE_INBOX``, else empty, meaning ``<lake>/inbox``."""
-    return os.environ.get("CDCLAKE_INBOX", "")
-
-
 @dataclass(frozen=True)
 class RunParams:
     """The DAG params of one run, resolved.
@@ -66,14 +61,12 @@ class RunParams:
     keys: tuple[str, ...] = ()
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> "RunParams":
+    def from_params(cls, params: Mapping[str, Any]) -> RunParams:
         """Read the DAG params (``source``, ``format``, ``lake``, ``inbox``, ``keys``).
 
         Raises:
             ConfigError: ``keys`` is not a list of strings, or ``source``/``format`` is empty.
         """
-        from cdclake.exceptions import ConfigError
-
         keys = params.get("keys") or []
         if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
             raise ConfigError(f"param keys={keys!r}: expected a list of [TABLE=]COL[,COL] strings")
@@ -89,18 +82,16 @@ class RunParams:
             keys=tuple(keys),
         )
 
-    def settings(self) -> "LakeSettings":
+    def settings(self) -> LakeSettings:
         """The lake's settings (``CDCLAKE_*`` variables still override individual locations)."""
-        from cdclake.settings import LakeSettings
-
         return LakeSettings.from_env(self.lake)
 
-    def inbox_location(self, settings: "LakeSettings") -> str:
+    def inbox_location(self, settings: LakeSettings) -> str:
         """The inbox to land from: the ``inbox`` param, or ``<lake>/inbox``."""
         return self.inbox or str(settings.root / "inbox")
 
 
-def _spark(settings: "LakeSettings") -> "SparkSession":
+def _spark(settings: LakeSettings) -> SparkSession:
     from cdclake.spark import get_spark
 
     return get_spark(settings, app_name=SPARK_APP_NAME)
@@ -209,14 +200,14 @@ def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, ru
     return report
 
 
-def _data_docs_index(summaries: list["ValidationSummary"], settings: "LakeSettings") -> str:
+def _data_docs_index(summaries: list[ValidationSummary], settings: LakeSettings) -> str:
     for summary in summaries:
         if summary.data_docs_index:
             return str(summary.data_docs_index)
     return str(settings.dq_root)
 
 
-def describe_validation(summaries: list["ValidationSummary"], data_docs_index: str) -> str:
+def describe_validation(summaries: list[ValidationSummary], data_docs_index: str) -> str:
     """A readable account of a batch's validation: one line per table, one per failed expectation.
 
     Args:
@@ -241,6 +232,6 @@ def describe_validation(summaries: list["ValidationSummary"], data_docs_index: s
     return "\n".join(lines)
 
 
-def _describe_failure(outcome: "ExpectationOutcome") -> str:
+def _describe_failure(outcome: ExpectationOutcome) -> str:
     target = f"({outcome.column})" if outcome.column else ""
     return f"{outcome.expectation}{target}, observed {outcome.observed_value!r}"

@@ -1,7 +1,8 @@
 """Object storage for inboxes and the raw zone: a local directory or an S3 prefix (boto3, custom endpoint).
 
 Keys are ``/``-separated paths relative to the store's root. Writes that must happen once (batch manifests,
-landed-file markers) use ``write_bytes(..., if_absent=True)``: ``O_EXCL`` locally, ``If-None-Match: *`` on S3.
+landed-file markers) use ``write_bytes(..., if_absent=True)``: a hard link of a complete temporary file locally
+(atomic, fails if the name exists), ``If-None-Match: *`` on S3.
 """
 
 from __future__ import annotations
@@ -63,25 +64,30 @@ class LocalStore:
 
     def write_bytes(self, key: str, data: bytes, *, if_absent: bool = False) -> bool:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if if_absent:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Write a temporary file first, so no reader (and no later lander, after a crash) sees a partial object.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if if_absent:
+                    # link() creates the name atomically and fails if it exists, like O_EXCL, but only ever
+                    # publishes a complete file: a manifest (the commit point) can never be half written.
+                    try:
+                        os.link(tmp, path)
+                    except FileExistsError:
+                        return False
+                else:
+                    os.replace(tmp, path)
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
             return True
-        # Write to a temporary file and rename, so readers never see a partial object.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        return True
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def list(self, prefix: str = "") -> Iterator[str]:
         base = Path(self.root)
@@ -99,7 +105,10 @@ class LocalStore:
         yield from sorted(keys)
 
     def local_copy(self, key: str) -> Path:
-        return self._path(key)
+        path = self._path(key)
+        if not path.is_file():
+            raise StorageError(f"cannot read {path}: no such file")
+        return path
 
 
 @dataclass
@@ -133,7 +142,7 @@ class S3Store:
         return f"s3://{self.bucket}/{self._key(key)}"
 
     def exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_object(Bucket=self.bucket, Key=self._key(key))
@@ -141,6 +150,8 @@ class S3Store:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return False
+            raise StorageError(f"cannot stat {self.uri(key)}: {exc}") from exc
+        except BotoCoreError as exc:
             raise StorageError(f"cannot stat {self.uri(key)}: {exc}") from exc
 
     def read_bytes(self, key: str) -> bytes:
@@ -176,7 +187,8 @@ class S3Store:
         keys: list[str] = []
         try:
             for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
-                keys.extend(obj["Key"][strip:] for obj in page.get("Contents", []))
+                # Keys ending in "/" are folder markers (zero-byte objects made by consoles and tools), not files.
+                keys.extend(o["Key"][strip:] for o in page.get("Contents", []) if not o["Key"].endswith("/"))
         except (ClientError, BotoCoreError) as exc:
             raise StorageError(f"cannot list {self.uri(prefix)}: {exc}") from exc
         yield from sorted(keys)

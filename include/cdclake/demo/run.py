@@ -133,8 +133,8 @@ def compare(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> lis
     """
     if expected == actual:
         return []
-    as_text = lambda rows: [json.dumps(r, sort_keys=False, default=str) for r in rows]  # noqa: E731
-    exp, act = as_text(expected), as_text(actual)
+    exp = [json.dumps(r, default=str) for r in expected]
+    act = [json.dumps(r, default=str) for r in actual]
     exp_set, act_set = set(exp), set(act)
     missing = [r for r in exp if r not in act_set]
     unexpected = [r for r in act if r not in exp_set]
@@ -175,7 +175,7 @@ def run(lake: Path, *, keep: bool, home: Path | None) -> int:
 
     applied_by_batch: list[dict[str, Any] | None] = []
     data_docs: str | None = None
-    for number, (batch_file, messages) in enumerate(zip(batch_files, stream.batches), start=1):
+    for number, (batch_file, messages) in enumerate(zip(batch_files, stream.batches, strict=True), start=1):
         deliver(batch_file, inbox)
         logical_date = FIRST_LOGICAL_DATE + timedelta(hours=number - 1)
         log_path = lake / "logs" / f"{batch_file.stem}.log"
@@ -238,8 +238,10 @@ def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequenc
     _print()
     _print(f"data quality: Data Docs at {docs}" + ("" if docs.exists() else " (missing!)"))
     _print(f"run logs: {settings.root / 'logs'}")
-    _print(f"Airflow UI: CDCLAKE_LAKE={settings.root} AIRFLOW_HOME={home} "
-           f"{Path(sys.executable).parent / 'airflow'} standalone   (then http://localhost:8080)")
+    _print(f"Airflow UI: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} "
+           f"AIRFLOW_HOME={home} airflow standalone")
+    passwords = home / "simple_auth_manager_passwords.json.generated"
+    _print(f"  then http://localhost:8080 as admin (password in {passwords}); the DAG starts paused")
     if mismatches:
         _print(f"demo FAILED: {mismatches} table(s) differ from the oracle")
         return 1

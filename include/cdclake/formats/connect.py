@@ -92,21 +92,39 @@ def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Col
 
 
 def variable_scale_decimal(text: Column) -> Column:
-    """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> exact decimal text (the scale varies per row)."""
+    """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> exact decimal text (the scale varies per row).
+
+    The decimal point is placed by string operations on the unscaled digits: any fixed Spark decimal type would
+    null out values with more integer digits than it holds, or round away digits beyond its scale (PostgreSQL
+    ``NUMERIC`` without a declared precision can have either). Unscaled values of more than 38 digits become null.
+    """
     parsed = F.from_json(text, "scale INT, value STRING")
     hex_str = F.hex(F.unbase64(parsed["value"]))
     n = F.length(hex_str)
     low = F.conv(hex_str.substr(n - 15, F.lit(16)), 16, 10).cast(DecimalType(38, 0))
     high = _signed(hex_str.substr(F.lit(1), n - 16))
     unscaled = F.when(n <= 16, _signed(hex_str)).otherwise(high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
-    as_decimal = F.concat(unscaled.cast("string"), F.lit("E-"), parsed["scale"].cast("string")).cast(
-        DecimalType(38, 18)
-    )
-    # Plain text of the exact value, without the trailing zeros decimal(38,18) would add.
-    return F.regexp_replace(F.regexp_replace(as_decimal.cast("string"), r"(\.\d*?)0+$", "$1"), r"\.$", "")
+    unscaled_text = unscaled.cast("string")
+    sign = F.when(unscaled_text.startswith("-"), F.lit("-")).otherwise(F.lit(""))
+    digits = F.regexp_replace(unscaled_text, "^-", "")
+    scale = F.coalesce(parsed["scale"], F.lit(0))
+    # At least one digit before the point: 5 with scale 3 -> "0005" -> "0" + "." + "005".
+    padded = F.call_function("lpad", digits, F.greatest(F.length(digits), scale + 1), F.lit("0"))
+    int_digits = F.length(padded) - scale
+    fraction = F.regexp_replace(padded.substr(int_digits + 1, scale), "0+$", "")
+    positive_scale = F.concat(sign, padded.substr(F.lit(1), int_digits),
+                              F.when(fraction != "", F.concat(F.lit("."), fraction)).otherwise(F.lit("")))
+    negative_scale = F.concat(sign, digits, F.call_function("repeat", F.lit("0"), -scale))
+    return F.when(unscaled_text.isNull(), F.lit(None).cast(StringType())) \
+        .when(scale > 0, positive_scale) \
+        .when(digits == "0", F.lit("0")) \
+        .otherwise(negative_scale)
 
 
-_EPOCH = F.lit("1970-01-01").cast(DateType())
+def _days_since_epoch(days: Column) -> Column:
+    """Days since 1970-01-01 -> date. A function, not a module-level Column: building a Column needs an active
+    SparkContext, and this module is imported before any session exists."""
+    return F.date_add(F.lit("1970-01-01").cast(DateType()), days.cast("int"))
 
 
 def _time_of_day(micros: Column) -> Column:
@@ -128,8 +146,8 @@ _PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
 }
 
 _LOGICAL: dict[str, tuple[DataType, Converter]] = {
-    "io.debezium.time.Date": (DateType(), lambda c: F.date_add(_EPOCH, c.cast("int"))),
-    "org.apache.kafka.connect.data.Date": (DateType(), lambda c: F.date_add(_EPOCH, c.cast("int"))),
+    "io.debezium.time.Date": (DateType(), _days_since_epoch),
+    "org.apache.kafka.connect.data.Date": (DateType(), _days_since_epoch),
     "io.debezium.time.Timestamp": (TimestampNTZType(), lambda c: F.timestamp_millis(c.cast("long")).cast("timestamp_ntz")),
     "org.apache.kafka.connect.data.Timestamp": (
         TimestampNTZType(), lambda c: F.timestamp_millis(c.cast("long")).cast("timestamp_ntz")),
@@ -224,7 +242,7 @@ def cast_converter(data_type: DataType) -> Converter:
     the epoch (Debezium's defaults); decimals are plain text or Connect's base64 with the column's scale.
     """
     if isinstance(data_type, DateType):
-        return lambda c: F.when(c.rlike(r"^-?\d+$"), F.date_add(_EPOCH, c.cast("int"))).otherwise(c.cast("date"))
+        return lambda c: F.when(c.rlike(r"^-?\d+$"), _days_since_epoch(c)).otherwise(c.cast("date"))
     if isinstance(data_type, (TimestampType, TimestampNTZType)):
         target = "timestamp_ntz" if isinstance(data_type, TimestampNTZType) else "timestamp"
         return lambda c: F.when(c.rlike(r"^-?\d+$"), F.timestamp_micros(c.cast("long")).cast(target)) \

@@ -5,6 +5,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 
 - ``op``: c/u/d/r/t as given; ``c`` with a truthy ``source.snapshot`` (older connectors) is a snapshot read ``r``.
   ``m`` (logical-decoding message) and tombstones (null value) are skipped with a counted reason.
+- quarantined: a value or key that is not valid JSON (or, for a value, not a JSON object); a schema change
+  event (``ddl``, as on Debezium's/dtle's schema-change topic), which is not a row change and is not applied.
 - table: ``source.db`` / ``source.schema`` / ``source.table`` (:func:`cdclake.identity.table_id`).
 - source position, by what ``source`` carries:
   PostgreSQL ``lsn`` (16 hex digits);
@@ -40,11 +42,19 @@ _BODY_FIELDS = [
     StructField("after", StringType()),
     StructField("source", _SOURCE),
     StructField("ts_ms", StringType()),
+    StructField("ddl", StringType()),
 ]
+_CORRUPT = "_corrupt_record"
+"""from_json puts the whole text of a malformed (or non-object) JSON value here; Spark 3 otherwise returns a struct of
+nulls for it, indistinguishable from a valid object without those fields."""
+_FROM_JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
 VALUE_SCHEMA = StructType(
-    [StructField("schema", StringType()), StructField("payload", StructType(_BODY_FIELDS)), *_BODY_FIELDS]
+    [StructField("schema", StringType()), StructField("payload", StructType(_BODY_FIELDS)), *_BODY_FIELDS,
+     StructField(_CORRUPT, StringType())]
 )
-KEY_SCHEMA = StructType([StructField("schema", StringType()), StructField("payload", StringType())])
+KEY_SCHEMA = StructType(
+    [StructField("schema", StringType()), StructField("payload", StringType()), StructField(_CORRUPT, StringType())]
+)
 SNAPSHOT_TRUE = ("true", "first", "last", "first_in_data_collection", "last_in_data_collection", "incremental")
 
 
@@ -89,8 +99,8 @@ class DebeziumNormalizer:
 
     def parse(self, raw: DataFrame) -> DataFrame:
         """Raw records -> parsed records (see :data:`cdclake.formats.PARSED_COLUMNS`)."""
-        v = F.from_json(F.col("value"), VALUE_SCHEMA)
-        k = F.from_json(F.col("key"), KEY_SCHEMA)
+        v = F.from_json(F.col("value"), VALUE_SCHEMA, _FROM_JSON_OPTIONS)
+        k = F.from_json(F.col("key"), KEY_SCHEMA, _FROM_JSON_OPTIONS)
         df = raw.withColumn("_v", v).withColumn("_k", k)
         enveloped = F.col("_v.payload").isNotNull()
         body = F.when(enveloped, F.col("_v.payload")).otherwise(
@@ -119,6 +129,15 @@ class DebeziumNormalizer:
         status, reason = _status(
             (F.col("error").isNotNull(), F.concat(F.lit("unframed message: "), F.col("error")), "quarantine"),
             (F.col("value").isNull(), F.lit("tombstone (null value)"), "skip"),
+            (F.col(f"_v.{_CORRUPT}").isNotNull(), F.lit("message value is not valid JSON (or not a JSON object)"),
+             "quarantine"),
+            # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
+            # JSON at all (a string converter's key) still do.
+            (F.col("key").rlike(r"^\s*\{") & F.col(f"_k.{_CORRUPT}").isNotNull(),
+             F.lit("message key is not valid JSON"), "quarantine"),
+            (F.col("_b.ddl").isNotNull() & F.col("_b.op").isNull(),
+             F.lit("schema change event (DDL), not a row change: cdclake takes table schemas from the change "
+                   "events and does not apply DDL"), "quarantine"),
             (F.col("_v").isNull() | F.col("_b.op").isNull() & F.col("_b.source").isNull(),
              F.lit("not a Debezium change event: value is not JSON or has no payload/op"), "quarantine"),
             (raw_op.isNull(), F.lit("missing field payload.op"), "quarantine"),

@@ -1,0 +1,1 @@
+"""cdclake test suite (a package so helpers import as ``tests.support``)."""

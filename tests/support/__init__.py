@@ -1,0 +1,1 @@
+"""Test helpers shared by several test modules (servers, builders); no tests here."""

@@ -1,0 +1,407 @@
+"""cdclake.formats.connect with real Spark: Kafka Connect / Debezium JSON encodings -> Spark types and values.
+
+The oracles are computed here, in Python, from the literal inputs: a Decimal's base64 is what Kafka Connect's
+converter writes (``BigInteger.toByteArray()``: minimal big-endian two's complement, rebuilt with
+``int.to_bytes(..., signed=True)``) and its value is ``Decimal(unscaled).scaleb(-scale)``; dates and timestamps
+come from ``datetime`` arithmetic on the epoch numbers. The code under test only ever produces the actual side.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from cdclake.exceptions import SchemaError
+from cdclake.formats.connect import column_type, struct_columns
+from cdclake.keys import KeySpec
+from cdclake.landing import InputFile, land_files
+from cdclake.normalize import normalize_batch, staging_dir
+
+EPOCH = dt.datetime(1970, 1, 1)
+EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def java_bytes(n: int) -> bytes:
+    """``BigInteger.valueOf(n).toByteArray()``: bitLength() / 8 + 1 bytes, big-endian two's complement."""
+    bit_length = n.bit_length() if n >= 0 else (-n - 1).bit_length()
+    return n.to_bytes(bit_length // 8 + 1, "big", signed=True)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decimal_spec(scale: int, precision: int | None = None, *, field: str = "amount") -> dict[str, Any]:
+    params = {"scale": str(scale)}
+    if precision is not None:
+        params["connect.decimal.precision"] = str(precision)
+    return {"type": "bytes", "optional": True, "name": DECIMAL, "version": 1, "parameters": params, "field": field}
+
+
+def convert(spark, spec: dict[str, Any], texts: list[str | None], *, then=None) -> tuple[DataType, list[Any]]:
+    """Decode JSON texts with the converter of one Connect field; return the result type and values in order."""
+    column = column_type(spec)
+    df = spark.createDataFrame(list(enumerate(texts)), "i int, v string")
+    out = column.convert(F.col("v"))
+    data_type = df.select(out.alias("out")).schema["out"].dataType
+    if then is not None:
+        out = then(out)
+    rows = df.select("i", out.alias("out")).orderBy("i").collect()
+    return data_type, [r["out"] for r in rows]
+
+
+# --- org.apache.kafka.connect.data.Decimal ---------------------------------------------------------------------
+
+DECIMAL_CASES = [
+    # (unscaled, scale, precision)
+    (0, 0, 1),
+    (0, 4, 10),
+    (1, 0, 1),
+    (-1, 0, 1),
+    (12345, 2, 7),
+    (-12345, 2, 7),
+    (127, 0, 3),
+    (128, 0, 3),
+    (-128, 0, 3),
+    (-129, 0, 3),
+    (255, 1, 4),
+    (-32768, 3, 5),
+    (2**63 - 1, 0, 19),
+    (-(2**63), 0, 19),
+    (2**63, 4, 20),  # 9 bytes: the first past a long
+    (-(2**63) - 1, 4, 20),
+    (123456789012345678901234567890, 10, 30),
+    (-123456789012345678901234567890, 10, 30),
+    (10**31 + 7, 5, 32),
+    (-(10**35) + 1, 18, 35),
+    (10**38 - 1, 0, 38),
+    (-(10**38 - 1), 38, 38),
+]
+
+
+def test_java_bytes_oracle_matches_known_encodings():
+    # BigInteger.toByteArray of these values, as Kafka Connect writes them (independent of int.bit_length quirks).
+    assert java_bytes(0) == b"\x00"
+    assert java_bytes(-1) == b"\xff"
+    assert java_bytes(127) == b"\x7f"
+    assert java_bytes(128) == b"\x00\x80"
+    assert java_bytes(-128) == b"\x80"
+    assert java_bytes(-129) == b"\xff\x7f"
+    assert b64(java_bytes(12345)) == "MDk="
+
+
+@pytest.mark.parametrize(("unscaled", "scale", "precision"), DECIMAL_CASES,
+                         ids=[f"{u}e-{s}" for u, s, _ in DECIMAL_CASES])
+def test_decimal_base64_decodes_exactly(spark, unscaled, scale, precision):
+    data_type, values = convert(spark, decimal_spec(scale, precision), [b64(java_bytes(unscaled))])
+
+    assert data_type == DecimalType(precision, scale)
+    assert values == [Decimal(unscaled).scaleb(-scale)]
+
+
+def test_decimal_many_values_in_one_column(spark):
+    unscaled = [0, 1, -1, 99, -100, 2**40, -(2**40), 10**20 + 3, -(10**20) - 3, 10**29, -(10**29)]
+    data_type, values = convert(spark, decimal_spec(6, 36), [b64(java_bytes(n)) for n in unscaled] + [None, ""])
+
+    assert data_type == DecimalType(36, 6)
+    assert values == [Decimal(n).scaleb(-6) for n in unscaled] + [None, None]
+
+
+def test_decimal_sign_extended_encodings(spark):
+    # Not what Connect writes, but valid two's complement: leading 0x00 / 0xFF bytes do not change the value.
+    values = [-5, 5, -(2**70), 2**70]
+    texts = [b64(n.to_bytes(16, "big", signed=True)) for n in values] + [b64((-5).to_bytes(9, "big", signed=True))]
+    _, decoded = convert(spark, decimal_spec(2, 38), texts)
+
+    assert decoded == [Decimal(n).scaleb(-2) for n in values] + [Decimal(-5).scaleb(-2)]
+
+
+def test_decimal_without_precision_parameter_is_decimal_38(spark):
+    data_type, values = convert(spark, decimal_spec(3), [b64(java_bytes(-98765))])
+
+    assert data_type == DecimalType(38, 3)
+    assert values == [Decimal("-98.765")]
+
+
+# --- io.debezium.time.* ------------------------------------------------------------------------------------------
+
+def test_debezium_date_days_since_epoch(spark):
+    days = [0, 1, -1, 18044, -719162, 2932896]
+    data_type, values = convert(spark, {"type": "int32", "optional": True, "name": "io.debezium.time.Date",
+                                        "version": 1, "field": "birthday"}, [str(d) for d in days])
+
+    assert data_type == DateType()
+    assert values == [dt.date(1970, 1, 1) + dt.timedelta(days=d) for d in days]
+    assert values[-2:] == [dt.date(1, 1, 1), dt.date(9999, 12, 31)]
+
+
+@pytest.mark.parametrize(("logical", "unit_micros"), [
+    ("io.debezium.time.Timestamp", 1000),
+    ("io.debezium.time.MicroTimestamp", 1),
+])
+def test_debezium_timestamps_without_zone(spark, logical, unit_micros):
+    numbers = [0, 1559033904863, -1, 1, 253402300799999] if unit_micros == 1000 else \
+        [0, 1559033904863123, -1, 1, 253402300799999999]
+    data_type, values = convert(spark, {"type": "int64", "name": logical, "field": "at"}, [str(n) for n in numbers])
+
+    assert data_type == TimestampNTZType()
+    assert values == [EPOCH + dt.timedelta(microseconds=n * unit_micros) for n in numbers]
+
+
+def test_debezium_nano_timestamp_truncates_to_micros(spark):
+    nanos = [1559033904863123456, 999, -1, -1000, 0]
+    data_type, values = convert(spark, {"type": "int64", "name": "io.debezium.time.NanoTimestamp", "field": "at"},
+                                [str(n) for n in nanos])
+
+    assert data_type == TimestampNTZType()
+    # floor division: a nanosecond before the epoch is the microsecond before it, not the epoch.
+    assert values == [EPOCH + dt.timedelta(microseconds=n // 1000) for n in nanos]
+    assert values[0] == dt.datetime(2019, 5, 28, 8, 58, 24, 863123)
+
+
+def test_debezium_zoned_timestamp_is_an_instant(spark):
+    texts = ["2019-05-28T08:58:24.863Z", "2019-05-28T10:58:24.863123+02:00", "1969-12-31T23:59:59.999999Z"]
+    data_type, micros = convert(spark, {"type": "string", "name": "io.debezium.time.ZonedTimestamp",
+                                        "field": "at"}, texts, then=F.unix_micros)
+
+    assert data_type == TimestampType()
+    expected = [(dt.datetime.fromisoformat(t.replace("Z", "+00:00")) - EPOCH_UTC) // dt.timedelta(microseconds=1)
+                for t in texts]
+    assert micros == expected
+    assert expected[:2] == [1559033904863000, 1559033904863123]
+
+
+def test_debezium_micro_time_is_time_of_day_text(spark):
+    micros = [0, 3723000004, 86399999999, 45296789000]
+    data_type, values = convert(spark, {"type": "int64", "name": "io.debezium.time.MicroTime", "field": "t"},
+                                [str(m) for m in micros])
+
+    assert data_type == StringType()
+    assert values == [(EPOCH + dt.timedelta(microseconds=m)).strftime("%H:%M:%S.%f") for m in micros]
+    assert values[1] == "01:02:03.000004"
+
+
+# --- bytes and VariableScaleDecimal ------------------------------------------------------------------------------
+
+def test_bytes_are_base64(spark):
+    blobs = [b"\x00\x01\xfe\xff", "héllo".encode("utf-8"), bytes(range(256)), b""]
+    data_type, values = convert(spark, {"type": "bytes", "optional": True, "field": "blob"},
+                                [b64(b) for b in blobs] + [None])
+
+    assert data_type == BinaryType()
+    assert [None if v is None else bytes(v) for v in values] == [*blobs, None]
+
+
+def _plain(value: Decimal) -> str:
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+VARIABLE_SCALE_CASES = [
+    (12345, 3), (-12345, 3), (0, 5), (1200, 2), (5, 3), (-5, 3), (7, 0), (10**25, 0),
+    (123456789012345678901234, 20), (-(10**37) - 1, 6), (7, -2),
+]
+
+
+def test_variable_scale_decimal_is_exact_text(spark):
+    texts = [json.dumps({"scale": s, "value": b64(java_bytes(n))}) for n, s in VARIABLE_SCALE_CASES]
+    data_type, values = convert(spark, {
+        "type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "optional": True, "field": "n",
+        "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                   {"type": "bytes", "optional": False, "field": "value"}],
+    }, texts + [None])
+
+    assert data_type == StringType()
+    expected = [_plain(Decimal(n).scaleb(-s)) for n, s in VARIABLE_SCALE_CASES]
+    assert values == [*expected, None]
+    assert expected[:6] == ["12.345", "-12.345", "0", "12", "0.005", "-0.005"]
+    assert expected[7:9] == ["10000000000000000000000000", "1234.56789012345678901234"]
+
+
+# --- primitives, the nested key-schema form, unsupported types ---------------------------------------------------
+
+@pytest.mark.parametrize(("connect_type", "text", "data_type", "value"), [
+    ("int8", "-128", IntegerType(), -128),
+    ("int16", "32767", IntegerType(), 32767),
+    ("int32", "-2147483648", IntegerType(), -2147483648),
+    ("INT32", "1", IntegerType(), 1),
+    ("int64", "9223372036854775807", LongType(), 9223372036854775807),
+    ("float32", "1.5", FloatType(), 1.5),
+    ("float64", "-2.5E10", DoubleType(), -2.5e10),
+    ("boolean", "true", BooleanType(), True),
+    ("string", "Anne Marie", StringType(), "Anne Marie"),
+])
+def test_primitive_types(spark, connect_type, text, data_type, value):
+    result_type, values = convert(spark, {"type": connect_type, "optional": False, "field": "c"}, [text, None])
+
+    assert result_type == data_type
+    assert values == [value, None]
+
+
+def test_nested_key_schema_form_from_the_postgresql_key_example(spark):
+    # The field of the PostgreSQL key example (seed 000): upper-case type, "optional" as a string.
+    spec = {"name": "id", "index": "0", "schema": {"type": "INT32", "optional": "false"}}
+    column = column_type(spec)
+
+    assert (column.name, column.data_type, column.optional) == ("id", IntegerType(), False)
+    _, values = convert(spark, spec, ["1", "1004", None])
+    assert values == [1, 1004, None]
+
+
+def test_optional_flag_forms():
+    assert column_type({"type": "int32", "optional": False, "field": "a"}).optional is False
+    assert column_type({"type": "int32", "optional": "false", "field": "a"}).optional is False
+    assert column_type({"type": "int32", "optional": "true", "field": "a"}).optional is True
+    assert column_type({"type": "int32", "field": "a"}).optional is True
+    nested = column_type({"name": "k", "index": "0", "schema": {"type": "INT64", "optional": "true"}})
+    assert (nested.name, nested.data_type, nested.optional) == ("k", LongType(), True)
+
+
+def test_struct_columns_keep_order_and_names():
+    columns = struct_columns({"type": "struct", "fields": [
+        {"type": "int32", "optional": False, "field": "id"},
+        {"type": "string", "optional": False, "field": "first_name"},
+        decimal_spec(2, 10, field="balance"),
+        {"type": "int32", "name": "io.debezium.time.Date", "field": "born"},
+    ]})
+
+    assert [(c.name, c.data_type) for c in columns] == [
+        ("id", IntegerType()), ("first_name", StringType()), ("balance", DecimalType(10, 2)), ("born", DateType()),
+    ]
+
+
+@pytest.mark.parametrize(("spec", "fragments"), [
+    ({"type": "geometry", "optional": True, "field": "shape"}, ["'shape'", "'geometry'"]),
+    ({"type": "uuid128", "name": "com.example.Uuid128", "field": "ref"}, ["'ref'", "'uuid128'", "com.example.Uuid128"]),
+    ({"name": "id", "index": "0", "schema": {"type": "INT128", "optional": "false"}}, ["'id'", "'INT128'"]),
+    ({"optional": True, "field": "untyped"}, ["'untyped'", "unsupported Kafka Connect type"]),
+])
+def test_unsupported_type_raises_schema_error(spec, fragments):
+    with pytest.raises(SchemaError) as caught:
+        column_type(spec)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_field_without_a_name_raises_schema_error():
+    with pytest.raises(SchemaError, match="without a name"):
+        column_type({"type": "int32", "optional": False})
+
+
+# --- through normalize_batch: the after image of a real Debezium envelope -----------------------------------------
+
+def _envelope(table: str, fields: list[dict[str, Any]], after: dict[str, Any], *, lsn: int) -> str:
+    row = {"type": "struct", "optional": True, "name": f"srv.typed.{table}.Value", "fields": fields}
+    schema = {"type": "struct", "optional": False, "name": f"srv.typed.{table}.Envelope", "fields": [
+        dict(row, field="before"), dict(row, field="after"),
+        {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.Source", "field": "source",
+         "fields": [{"type": "int64", "optional": True, "field": "lsn"}]},
+        {"type": "string", "optional": False, "field": "op"},
+    ]}
+    payload = {"before": None, "after": after, "op": "c", "ts_ms": 1700000000000,
+               "source": {"connector": "postgresql", "name": "srv", "ts_ms": 1700000000000, "snapshot": "false",
+                          "db": "shop", "schema": "typed", "table": table, "lsn": lsn}}
+    return json.dumps({"schema": schema, "payload": payload})
+
+
+def _land_and_normalize(spark, settings, source: str, text: str):
+    batch_id, created, _, _ = land_files(settings, source=source, files=[InputFile(f"mem://{source}.jsonl",
+                                                                                    text.encode("utf-8"))])
+    assert created
+    return batch_id, normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="debezium",
+                                     keys=KeySpec(default=("id",)))
+
+
+def test_typed_after_image_through_normalize(spark, session_lake):
+    table = f"typed_{uuid.uuid4().hex[:8]}"
+    source = f"connect_types_{table}"
+    amount, big, tiny = 1234567890123456789012345678901, -98765432109876543210, -1
+    fields = [
+        {"type": "int32", "optional": False, "field": "id"},
+        decimal_spec(4, 31, field="amount"),
+        decimal_spec(0, 20, field="big"),
+        decimal_spec(2, 3, field="tiny"),
+        {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "born"},
+        {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp", "field": "seen_at"},
+        {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTimestamp", "field": "seen_at_ns"},
+        {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "field": "seen_at_ms"},
+        {"type": "string", "optional": True, "name": "io.debezium.time.ZonedTimestamp", "field": "zoned"},
+        {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTime", "field": "at_time"},
+        {"type": "bytes", "optional": True, "field": "blob"},
+        {"type": "struct", "optional": True, "name": "io.debezium.data.VariableScaleDecimal", "field": "n",
+         "fields": [{"type": "int32", "field": "scale"}, {"type": "bytes", "field": "value"}]},
+        {"type": "boolean", "optional": True, "field": "flag"},
+    ]
+    after = {
+        "id": 7, "amount": b64(java_bytes(amount)), "big": b64(java_bytes(big)), "tiny": b64(java_bytes(tiny)),
+        "born": 18044, "seen_at": 1559033904863123, "seen_at_ns": 1559033904863123456,
+        "seen_at_ms": 1559033904863, "zoned": "2019-05-28T10:58:24.863123+02:00", "at_time": 3723000004,
+        "blob": b64(b"\x00\xffcdc"), "n": {"scale": 20, "value": b64(java_bytes(123456789012345678901234))},
+        "flag": True,
+    }
+    batch_id, result = _land_and_normalize(spark, session_lake, source,
+                                           _envelope(table, fields, after, lsn=4096) + "\n")
+
+    tid = f"typed.{table}"
+    assert result.tables == {tid: 1} and result.quarantined == 0
+    staged = spark.read.parquet(str(staging_dir(session_lake, source, batch_id) / tid))
+    after_type = staged.schema["after"].dataType
+    assert [(f.name, f.dataType) for f in after_type.fields] == [
+        ("id", IntegerType()), ("amount", DecimalType(31, 4)), ("big", DecimalType(20, 0)),
+        ("tiny", DecimalType(3, 2)), ("born", DateType()), ("seen_at", TimestampNTZType()),
+        ("seen_at_ns", TimestampNTZType()), ("seen_at_ms", TimestampNTZType()), ("zoned", TimestampType()),
+        ("at_time", StringType()), ("blob", BinaryType()), ("n", StringType()), ("flag", BooleanType()),
+    ]
+    row = staged.select("after.*", F.unix_micros("after.zoned").alias("zoned_micros")).first()
+    assert row["id"] == 7
+    assert row["amount"] == Decimal(amount).scaleb(-4)
+    assert row["big"] == Decimal(big)
+    assert row["tiny"] == Decimal("-0.01")
+    assert row["born"] == dt.date(1970, 1, 1) + dt.timedelta(days=18044)
+    assert row["seen_at"] == EPOCH + dt.timedelta(microseconds=1559033904863123)
+    assert row["seen_at_ns"] == EPOCH + dt.timedelta(microseconds=1559033904863123)
+    assert row["seen_at_ms"] == EPOCH + dt.timedelta(milliseconds=1559033904863)
+    assert row["zoned_micros"] == 1559033904863123
+    assert row["at_time"] == "01:02:03.000004"
+    assert bytes(row["blob"]) == b"\x00\xffcdc"
+    assert row["n"] == "1234.56789012345678901234"
+    assert row["flag"] is True
+
+
+def test_unsupported_type_in_an_envelope_quarantines_the_table(spark, session_lake):
+    table = f"untyped_{uuid.uuid4().hex[:8]}"
+    source = f"connect_types_{table}"
+    fields = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": "geometry", "optional": True, "field": "shape"}]
+    batch_id, result = _land_and_normalize(spark, session_lake, source,
+                                           _envelope(table, fields, {"id": 1, "shape": "x"}, lsn=1) + "\n")
+
+    assert result.tables == {} and result.quarantined == 1
+    rows = spark.sql(
+        "SELECT table_id, reason, line FROM lake.cdclake_meta.quarantine "
+        f"WHERE source = '{source}' AND batch_id = '{batch_id}'"
+    ).collect()
+    assert [(r["table_id"], r["line"]) for r in rows] == [(f"typed.{table}", 1)]
+    assert rows[0]["reason"] == f"table typed.{table}: column 'shape': unsupported Kafka Connect type 'geometry'"

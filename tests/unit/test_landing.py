@@ -1,0 +1,547 @@
+"""cdclake.landing: input framing (pure, local) and landing into a raw zone on a real S3-API server over HTTP.
+
+Oracles are the literal inputs of each test: line numbers are counted by hand in the literals, byte offsets are
+found by searching the encoded input for the document's first bytes, and S3 objects are read back with an
+independent boto3 client rather than through cdclake's store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdclake import pipeline
+from cdclake.exceptions import InputError
+from cdclake.landing import (
+    RAW_FIELDS,
+    InputFile,
+    batch_raw_paths,
+    detect_framing,
+    frame_messages,
+    land_files,
+    list_batches,
+    read_manifest,
+    resolve_inputs,
+)
+from cdclake.settings import LakeSettings
+from tests.support.s3_server import S3Bucket, s3_bucket, s3_endpoint  # noqa: F401
+
+SOURCE = "shop"
+
+
+def frame(text: str, framing: str = "auto", uri: str = "in.json", file_index: int = 0) -> list[dict[str, Any]]:
+    return list(frame_messages(text, framing=framing, input_uri=uri, file_index=file_index))
+
+
+def offset_of(text: str, start: str, occurrence: int = 0) -> int:
+    """Byte offset of the occurrence-th ``start`` in the UTF-8 encoding of ``text`` (the test's own oracle)."""
+    data, needle = text.encode("utf-8"), start.encode("utf-8")
+    at = -1
+    for _ in range(occurrence + 1):
+        at = data.index(needle, at + 1)
+    return at
+
+
+# --- framing: JSON Lines ----------------------------------------------------------------------------------------
+
+
+def test_jsonl_one_message_per_line_with_lines_and_byte_offsets() -> None:
+    text = '{"id": 1}\n\n{"name": "Zoë"}\r\n   \n{"id": 3}'  # blank lines, CRLF, no final newline
+    records = frame(text, uri="/in/a.jsonl", file_index=2)
+
+    assert [r["value"] for r in records] == ['{"id": 1}', '{"name": "Zoë"}', '{"id": 3}']
+    assert [r["line"] for r in records] == [1, 3, 5]
+    assert [r["byte_offset"] for r in records] == [0, offset_of(text, '{"name"'), offset_of(text, '{"id": 3}')]
+    assert [r["index"] for r in records] == [0, 1, 2]
+    for r in records:
+        assert set(r) == set(RAW_FIELDS)
+        assert (r["input"], r["file_index"], r["framing"], r["error"]) == ("/in/a.jsonl", 2, "jsonl", None)
+        assert (r["topic"], r["partition"], r["offset"], r["timestamp"], r["headers"], r["key"]) == (None,) * 6
+
+
+def test_jsonl_keeps_lines_that_are_not_json_for_normalization_to_judge() -> None:
+    records = frame('{"id": 1}\nnot json at all\n', framing="jsonl")
+    assert [(r["value"], r["line"], r["error"]) for r in records] == [
+        ('{"id": 1}', 1, None), ("not json at all", 2, None)]
+
+
+def test_jsonl_line_separators_inside_strings_do_not_split_messages() -> None:
+    # U+2028/U+2029/U+0085 are legal raw characters inside JSON strings (serializers emit them unescaped);
+    # only "\n" ends a JSON Lines record.
+    text = '{"note": "a\u2028b\u2029c\u0085d"}\n{"id": 2}\n'
+    records = frame(text)
+
+    assert [r["framing"] for r in records] == ["jsonl", "jsonl"]
+    assert [r["value"] for r in records] == ['{"note": "a\u2028b\u2029c\u0085d"}', '{"id": 2}']
+    assert [r["line"] for r in records] == [1, 2]
+    assert records[1]["byte_offset"] == offset_of(text, '{"id": 2}')
+    assert json.loads(records[0]["value"]) == {"note": "a\u2028b\u2029c\u0085d"}
+
+
+# --- framing: kcat -J envelopes ---------------------------------------------------------------------------------
+
+
+KCAT = "\n".join([
+    '{"topic": "dbserver1.inventory.customers", "partition": 0, "offset": 41, "tstype": "create", '
+    '"ts": 1700000000123, "broker": 1, "headers": ["trace", "abc", "retry", "2", "empty", null], '
+    '"key": "{\\"id\\":1001}", "payload": "{\\"op\\":\\"c\\"}"}',
+    '{"topic": "dbserver1.inventory.customers", "partition": 1, "offset": 42, "ts": 1700000000456, '
+    '"headers": {"trace": "def"}, "key": null, "payload": "{\\"op\\":\\"u\\"}"}',
+    '{"topic": "dbserver1.inventory.customers", "partition": 1, "offset": 43, "ts": 1700000000789, '
+    '"key": "{\\"id\\":1001}", "payload": null}',
+    '{"topic": "t", "partition": 2, "offset": 44, "key": {"id": 7}, "payload": "v"}',
+    '{"topic": "t", "partition": 2, "offset": 45, "key": 42, "payload": "w"}',
+]) + "\n"
+
+
+def test_detect_framing_from_the_first_non_blank_line() -> None:
+    assert detect_framing("\n\n" + KCAT) == "kcat"
+    assert detect_framing('\n  {"id": 1}\n{"id": 2}\n') == "jsonl"
+    assert detect_framing('{\n  "id": 1\n}\n') == "json"
+    assert detect_framing('[{"id": 1}, {"id": 2}]\n') == "json"
+    assert detect_framing("") == "jsonl"
+
+
+def test_kcat_envelopes_keep_kafka_coordinates_headers_key_and_payload() -> None:
+    records = frame(KCAT)
+
+    assert [r["framing"] for r in records] == ["kcat"] * 5
+    assert [r["error"] for r in records] == [None] * 5
+    assert [(r["topic"], r["partition"], r["offset"], r["timestamp"]) for r in records] == [
+        ("dbserver1.inventory.customers", 0, 41, 1700000000123),
+        ("dbserver1.inventory.customers", 1, 42, 1700000000456),
+        ("dbserver1.inventory.customers", 1, 43, 1700000000789),
+        ("t", 2, 44, None),
+        ("t", 2, 45, None),
+    ]
+    # headers: a flat [name, value, ...] list and an object both become {name: value}
+    assert records[0]["headers"] == {"trace": "abc", "retry": "2", "empty": None}
+    assert records[1]["headers"] == {"trace": "def"}
+    assert records[2]["headers"] is None
+    assert records[0]["key"] == '{"id":1001}'
+    assert records[1]["key"] is None  # null key
+    assert records[0]["value"] == '{"op":"c"}'
+    assert records[2]["value"] is None  # tombstone
+    # a key that is JSON but not a string is kept as JSON text
+    assert json.loads(records[3]["key"]) == {"id": 7}
+    assert records[4]["key"] == "42"
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5]
+    assert [r["byte_offset"] for r in records] == [offset_of(KCAT, '{"topic"', i) for i in range(5)]
+
+
+def test_kcat_line_that_is_not_an_envelope_is_a_broken_message() -> None:
+    text = '{"topic": "t", "offset": 1, "payload": "ok"}\n{"id": 1}\n{"topic": "t", "offset": 3, "payload": \n'
+    records = frame(text, framing="kcat")
+
+    assert [r["line"] for r in records] == [1, 2, 3]
+    assert records[0]["error"] is None
+    assert "not a kcat -J envelope" in records[1]["error"]
+    assert records[1]["value"] == '{"id": 1}'
+    assert records[2]["error"].startswith("invalid kcat -J envelope JSON")
+
+
+# --- framing: JSON documents ------------------------------------------------------------------------------------
+
+
+def test_pretty_printed_documents_get_their_first_line_and_byte_offset() -> None:
+    text = (
+        '{\n'                       # 1
+        '  "name": "Zoë Ångström",\n'  # 2  multi-byte characters before the next document
+        '  "n": 1\n'                # 3
+        '}\n'                       # 4
+        '\n'                        # 5
+        '{"second": "€"}\n'         # 6
+        '  {\n'                     # 7  indented
+        '    "third": true\n'       # 8
+        '  },\n'                    # 9  comma between documents
+        '{"fourth": 4} {"fifth": 5}\n'  # 10 two documents on one line
+    )
+    records = frame(text, uri="s3://b/in/docs.json")
+
+    assert [r["framing"] for r in records] == ["json"] * 5
+    assert [r["line"] for r in records] == [1, 6, 7, 10, 10]
+    assert [r["byte_offset"] for r in records] == [
+        0, offset_of(text, '{"second"'), offset_of(text, '{\n    "third"'), offset_of(text, '{"fourth"'),
+        offset_of(text, '{"fifth"')]
+    assert records[1]["byte_offset"] == len('{\n  "name": "Zoë Ångström",\n  "n": 1\n}\n\n'.encode("utf-8"))
+    # the value is the document's own text, untouched
+    assert records[0]["value"] == '{\n  "name": "Zoë Ångström",\n  "n": 1\n}'
+    assert [json.loads(r["value"]) for r in records] == [
+        {"name": "Zoë Ångström", "n": 1}, {"second": "€"}, {"third": True}, {"fourth": 4}, {"fifth": 5}]
+    assert [r["index"] for r in records] == [0, 1, 2, 3, 4]
+    assert all(r["error"] is None and r["input"] == "s3://b/in/docs.json" for r in records)
+
+
+def test_json_array_of_messages_is_one_message_per_element() -> None:
+    text = '\n[\n  {"id": 1, "name": "Zoë"},\n  {"id": 2},\n  "plain"\n]\n'
+    records = frame(text)
+
+    assert [r["framing"] for r in records] == ["json"] * 3
+    assert [json.loads(r["value"]) for r in records] == [{"id": 1, "name": "Zoë"}, {"id": 2}, "plain"]
+    assert [r["index"] for r in records] == [0, 1, 2]
+    # elements are located at the array itself
+    assert [(r["line"], r["byte_offset"]) for r in records] == [(2, 1)] * 3
+
+
+def test_json_array_of_kcat_envelopes_is_framed_as_kcat() -> None:
+    text = json.dumps([
+        {"topic": "t", "partition": 0, "offset": 5, "ts": 9, "key": None, "payload": '{"op":"d"}'},
+        {"topic": "t", "partition": 0, "offset": 6, "ts": 10, "key": "k", "payload": None},
+    ], indent=2)
+    records = frame(text)
+
+    assert [(r["framing"], r["offset"], r["key"], r["value"]) for r in records] == [
+        ("kcat", 5, None, '{"op":"d"}'), ("kcat", 6, "k", None)]
+
+
+def test_broken_document_is_kept_and_reading_resumes_at_the_next_document() -> None:
+    text = (
+        '{\n'            # 1
+        '  "id": 1\n'    # 2
+        '}\n'            # 3
+        '{\n'            # 4  broken: a member without a value
+        '  "id": 2,\n'   # 5
+        '  "oops"\n'     # 6
+        '}\n'            # 7
+        '{\n'            # 8
+        '  "id": 3\n'    # 9
+        '}\n'            # 10
+    )
+    records = frame(text)
+
+    assert [r["line"] for r in records] == [1, 4, 8]
+    assert [r["byte_offset"] for r in records] == [
+        0, offset_of(text, '{\n  "id": 2'), offset_of(text, '{\n  "id": 3')]
+    assert [r["error"] is None for r in records] == [True, False, True]
+    broken = records[1]
+    assert broken["error"].startswith("invalid JSON: ")
+    assert "Expecting ':' delimiter" in broken["error"]
+    assert "line 7 column 1" in broken["error"]  # the parser's position, counted in the whole file
+    assert broken["value"] == '{\n  "id": 2,\n  "oops"\n}'
+    assert json.loads(records[2]["value"]) == {"id": 3}
+
+
+def test_truncated_document_resumes_at_the_next_line_starting_with_a_brace() -> None:
+    text = '{\n  "id": 1,\n  "name": "Zo\n{"id": 2}\ngarbage\n{"id": 3}\n'
+    records = frame(text, framing="json")
+
+    assert [r["line"] for r in records] == [1, 4, 5, 6]
+    assert [r["error"] is not None for r in records] == [True, False, True, False]
+    assert records[0]["value"] == '{\n  "id": 1,\n  "name": "Zo'
+    assert "Invalid control character" in records[0]["error"] or "Unterminated string" in records[0]["error"]
+    assert records[2]["value"] == "garbage"
+    assert [json.loads(records[i]["value"]) for i in (1, 3)] == [{"id": 2}, {"id": 3}]
+    assert records[3]["byte_offset"] == offset_of(text, '{"id": 3}')
+
+
+@pytest.mark.parametrize("framing", ["auto", "jsonl", "kcat", "json"])
+@pytest.mark.parametrize("text", ["", "\n", "  \r\n\t\n"])
+def test_empty_input_has_no_messages(text: str, framing: str) -> None:
+    assert frame(text, framing=framing) == []
+
+
+def test_unknown_framing_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="'avro' is not one of auto, jsonl, kcat, json"):
+        frame('{"id": 1}', framing="avro")
+
+
+# --- inputs and landing, local raw zone ------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def local_lake(tmp_path: Path) -> LakeSettings:
+    return LakeSettings.from_env(tmp_path / "lake", env={})
+
+
+def test_non_utf8_input_is_an_input_error_naming_the_file(local_lake: LakeSettings, tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('{"name": "Zoë"}\n'.encode("latin-1"))
+
+    with pytest.raises(InputError) as info:
+        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(bad)])
+    assert str(bad) in str(info.value)
+    assert "not UTF-8" in str(info.value)
+    assert list_batches(local_lake, SOURCE) == []
+
+
+def test_missing_input_path_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "events.json"
+    with pytest.raises(InputError) as info:
+        resolve_inputs([str(missing)])
+    assert str(missing) in str(info.value)
+    with pytest.raises(InputError):
+        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(missing)])
+
+
+def test_directory_inputs_are_every_visible_file_sorted(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    (inbox / "sub").mkdir(parents=True)
+    (inbox / "b.json").write_text("{}")
+    (inbox / "sub" / "a.json").write_text("{}")
+    (inbox / ".partial").write_text("{")
+
+    files = resolve_inputs([str(inbox)])
+
+    assert [f.uri for f in files] == [str(inbox / "b.json"), str(inbox / "sub" / "a.json")]
+
+
+def test_land_files_into_a_local_raw_zone(local_lake: LakeSettings) -> None:
+    files = [InputFile("/in/a.jsonl", b'{"id": 1}\n{"id": 2}\n'), InputFile("/in/empty.json", b"")]
+    batch_id, created, count, manifest_uri = land_files(local_lake, source=SOURCE, files=files)
+
+    assert (batch_id, created, count) == ("00000001", True, 2)
+    assert manifest_uri == str(local_lake.raw_root) + "/shop/manifests/00000001.json"
+    manifest = json.loads(Path(manifest_uri).read_text())
+    assert [(f["messages"], f["first_line"], f["last_line"]) for f in manifest["files"]] == [
+        (2, 1, 2), (0, None, None)]
+    paths = batch_raw_paths(local_lake, SOURCE, "00000001")
+    assert paths == [str(Path(local_lake.raw_root) / "shop" / "batches" / "00000001" / f"part-0000{i}.jsonl")
+                     for i in (0, 1)]
+    assert Path(paths[1]).read_bytes() == b""
+
+
+# --- landing into a raw zone on S3 ------------------------------------------------------------------------------
+
+
+A_JSONL = '{"op": "c", "id": 1}\n\n{"op": "u", "id": 1, "name": "Zoë"}\n{"op": "d", "id": 1}\n'
+B_JSON = (
+    '{\n'
+    '  "op": "c",\n'
+    '  "id": 2\n'
+    '}\n'
+    '{\n'
+    '  "op": \n'
+    '}\n'
+    '{"op": "c", "id": 3}\n'
+)
+C_JSONL = '{"op": "c", "id": 4}\n'
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@pytest.fixture()
+def s3_lake(tmp_path: Path, s3_bucket: S3Bucket) -> LakeSettings:
+    return LakeSettings.from_env(
+        tmp_path / "lake", env={"CDCLAKE_RAW": s3_bucket.uri("raw"), "CDCLAKE_S3_ENDPOINT": s3_bucket.endpoint})
+
+
+class Bucket:
+    """Independent view of the test bucket (plain boto3)."""
+
+    def __init__(self, bucket: S3Bucket) -> None:
+        self.name = bucket.name
+        self.client = bucket.client()
+
+    def put(self, key: str, text: str) -> None:
+        self.client.put_object(Bucket=self.name, Key=key, Body=text.encode("utf-8"))
+
+    def get(self, key: str) -> bytes:
+        return self.client.get_object(Bucket=self.name, Key=key)["Body"].read()
+
+    def keys(self, prefix: str) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name, Prefix=prefix)
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+    def delete(self, prefix: str) -> None:
+        for key in self.keys(prefix):
+            self.client.delete_object(Bucket=self.name, Key=key)
+
+
+@pytest.fixture()
+def bucket(s3_bucket: S3Bucket) -> Bucket:
+    return Bucket(s3_bucket)
+
+
+def land_inbox(settings: LakeSettings, bucket: Bucket) -> pipeline.LandResult:
+    return pipeline.land_inbox(settings, source=SOURCE, inbox=f"s3://{bucket.name}/inbox/")
+
+
+def test_s3_inbox_lands_as_a_batch_with_a_manifest(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    bucket.put("inbox/b.json", B_JSON)
+
+    result = land_inbox(s3_lake, bucket)
+
+    assert result == pipeline.LandResult(SOURCE, "00000001", True, 6,
+                                         f"s3://{bucket.name}/raw/shop/manifests/00000001.json")
+    manifest = json.loads(bucket.get("raw/shop/manifests/00000001.json"))
+    assert manifest["batch_id"] == "00000001"
+    assert manifest["source"] == SOURCE
+    assert manifest["message_count"] == 6
+    files = manifest["files"]
+    assert [f["input"] for f in files] == [f"s3://{bucket.name}/inbox/a.jsonl", f"s3://{bucket.name}/inbox/b.json"]
+    assert [f["sha256"] for f in files] == [sha(A_JSONL), sha(B_JSON)]
+    assert [f["size"] for f in files] == [len(A_JSONL.encode()), len(B_JSON.encode())]
+    assert [f["framing"] for f in files] == ["jsonl", "json"]
+    assert [f["messages"] for f in files] == [3, 3]
+    assert [f["broken"] for f in files] == [0, 1]
+    assert [(f["first_line"], f["last_line"]) for f in files] == [(1, 4), (1, 8)]
+    assert [f["raw_object"] for f in files] == [
+        "batches/00000001/part-00000.jsonl", "batches/00000001/part-00001.jsonl"]
+    for f in files:
+        assert f["raw_sha256"] == hashlib.sha256(bucket.get(f"raw/shop/{f['raw_object']}")).hexdigest()
+    assert read_manifest(s3_lake, SOURCE, "00000001") == manifest
+
+    assert bucket.keys("raw/shop/") == sorted([
+        "raw/shop/claims/00000001",
+        "raw/shop/manifests/00000001.json",
+        "raw/shop/batches/00000001/part-00000.jsonl",
+        "raw/shop/batches/00000001/part-00001.jsonl",
+        f"raw/shop/landed/{sha(A_JSONL)}.json",
+        f"raw/shop/landed/{sha(B_JSON)}.json",
+    ])
+    assert json.loads(bucket.get(f"raw/shop/landed/{sha(A_JSONL)}.json")) == {
+        "batch_id": "00000001", "input": f"s3://{bucket.name}/inbox/a.jsonl"}
+    assert list_batches(s3_lake, SOURCE) == ["00000001"]
+
+
+def test_raw_records_downloaded_locally_hold_every_message(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    bucket.put("inbox/b.json", B_JSON)
+    land_inbox(s3_lake, bucket)
+
+    paths = batch_raw_paths(s3_lake, SOURCE, "00000001")
+
+    assert len(paths) == 2
+    assert all(Path(p).is_file() and not p.startswith("s3:") for p in paths)
+    a = [json.loads(line) for line in Path(paths[0]).read_text(encoding="utf-8").splitlines()]
+    b = [json.loads(line) for line in Path(paths[1]).read_text(encoding="utf-8").splitlines()]
+    assert [r["value"] for r in a] == ['{"op": "c", "id": 1}', '{"op": "u", "id": 1, "name": "Zoë"}',
+                                       '{"op": "d", "id": 1}']
+    assert [r["line"] for r in a] == [1, 3, 4]
+    assert [r["byte_offset"] for r in a] == [0, offset_of(A_JSONL, '{"op": "u"'), offset_of(A_JSONL, '{"op": "d"')]
+    assert [(r["input"], r["file_index"]) for r in a] == [(f"s3://{bucket.name}/inbox/a.jsonl", 0)] * 3
+    assert [r["line"] for r in b] == [1, 5, 8]
+    assert [r["error"] is None for r in b] == [True, False, True]
+    assert b[1]["value"] == '{\n  "op": \n}'
+    assert {r["file_index"] for r in b} == {1}
+    # the local copies are byte-for-byte the raw objects
+    assert Path(paths[1]).read_bytes() == bucket.get("raw/shop/batches/00000001/part-00001.jsonl")
+
+
+def test_landing_the_same_inbox_twice_creates_no_second_batch(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    first = land_inbox(s3_lake, bucket)
+    before = bucket.keys("raw/")
+
+    again = land_inbox(s3_lake, bucket)
+
+    assert first.batch_id == "00000001"
+    assert again == pipeline.LandResult(SOURCE, None, False)
+    assert bucket.keys("raw/") == before
+    assert list_batches(s3_lake, SOURCE) == ["00000001"]
+
+
+def test_a_new_inbox_file_lands_as_the_next_batch_alone(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    bucket.put("inbox/b.json", B_JSON)
+    assert land_inbox(s3_lake, bucket).batch_id == "00000001"
+
+    bucket.put("inbox/c.jsonl", C_JSONL)
+    second = land_inbox(s3_lake, bucket)
+
+    assert (second.batch_id, second.created, second.message_count) == ("00000002", True, 1)
+    manifest = json.loads(bucket.get("raw/shop/manifests/00000002.json"))
+    assert [(f["input"], f["sha256"]) for f in manifest["files"]] == [
+        (f"s3://{bucket.name}/inbox/c.jsonl", sha(C_JSONL))]
+    assert list_batches(s3_lake, SOURCE) == ["00000001", "00000002"]
+
+    bucket.put("inbox/d.jsonl", '{"op": "c", "id": 5}\n{"op": "c", "id": 6}\n')
+    assert land_inbox(s3_lake, bucket).batch_id == "00000003"
+    assert list_batches(s3_lake, SOURCE) == ["00000001", "00000002", "00000003"]
+
+
+def test_a_copy_of_a_landed_file_under_another_name_is_not_landed_again(
+    s3_lake: LakeSettings, bucket: Bucket
+) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    land_inbox(s3_lake, bucket)
+    bucket.put("inbox/a-retry.jsonl", A_JSONL)
+
+    assert land_inbox(s3_lake, bucket).batch_id is None
+    assert list_batches(s3_lake, SOURCE) == ["00000001"]
+
+
+def test_local_inputs_land_into_the_s3_raw_zone(s3_lake: LakeSettings, bucket: Bucket, tmp_path: Path) -> None:
+    local = tmp_path / "events.jsonl"
+    local.write_text(C_JSONL, encoding="utf-8")
+
+    first = pipeline.land_inputs(s3_lake, source=SOURCE, inputs=[str(local)])
+    again = pipeline.land_inputs(s3_lake, source=SOURCE, inputs=[str(local)])
+
+    assert (first.batch_id, first.created, first.message_count) == ("00000001", True, 1)
+    assert first.manifest == f"s3://{bucket.name}/raw/shop/manifests/00000001.json"
+    # landing the same input again returns the batch that holds it
+    assert (again.batch_id, again.created, again.message_count) == ("00000001", False, 1)
+    manifest = json.loads(bucket.get("raw/shop/manifests/00000001.json"))
+    assert [(f["input"], f["sha256"]) for f in manifest["files"]] == [(str(local.resolve()), sha(C_JSONL))]
+    assert list_batches(s3_lake, SOURCE) == ["00000001"]
+
+
+def test_a_single_s3_object_is_an_input(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    bucket.put("inbox/a.jsonl.bak", C_JSONL)  # shares the object's name as a prefix; must not come along
+
+    result = pipeline.land_inputs(s3_lake, source=SOURCE, inputs=[f"s3://{bucket.name}/inbox/a.jsonl"])
+
+    assert (result.batch_id, result.message_count) == ("00000001", 3)
+    manifest = json.loads(bucket.get("raw/shop/manifests/00000001.json"))
+    assert [f["input"] for f in manifest["files"]] == [f"s3://{bucket.name}/inbox/a.jsonl"]
+
+
+def test_an_empty_or_missing_s3_inbox_lands_nothing(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    assert land_inbox(s3_lake, bucket) == pipeline.LandResult(SOURCE, None, False)
+    bucket.put("inbox/", "")  # a folder marker, as a console creates it
+    assert land_inbox(s3_lake, bucket) == pipeline.LandResult(SOURCE, None, False)
+    assert list_batches(s3_lake, SOURCE) == []
+    assert bucket.keys("raw/") == []
+
+
+def test_an_s3_input_that_cannot_be_read_is_an_input_error(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    with pytest.raises(InputError, match=f"s3://{bucket.name}/inbox/nothing-here"):
+        resolve_inputs([f"s3://{bucket.name}/inbox/nothing-here/"], s3_endpoint=s3_lake.s3_endpoint)
+    with pytest.raises(InputError, match="s3://no-such-bucket-cdclake/inbox"):
+        resolve_inputs(["s3://no-such-bucket-cdclake/inbox/"], s3_endpoint=s3_lake.s3_endpoint)
+
+
+def test_lander_that_died_before_its_landed_markers_does_not_land_twice(
+    s3_lake: LakeSettings, bucket: Bucket
+) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    bucket.put("inbox/b.json", B_JSON)
+    assert land_inbox(s3_lake, bucket).batch_id == "00000001"
+    # The manifest (the commit point) was written, the landed markers were not.
+    bucket.delete("raw/shop/landed/")
+    assert bucket.keys("raw/shop/landed/") == []
+
+    again = land_inbox(s3_lake, bucket)
+
+    assert again == pipeline.LandResult(SOURCE, None, False)
+    assert list_batches(s3_lake, SOURCE) == ["00000001"]
+    assert bucket.keys("raw/shop/manifests/") == ["raw/shop/manifests/00000001.json"]
+    assert bucket.keys("raw/shop/landed/") == sorted(
+        [f"raw/shop/landed/{sha(A_JSONL)}.json", f"raw/shop/landed/{sha(B_JSON)}.json"])
+    # and a genuinely new file still lands as the next batch
+    bucket.put("inbox/c.jsonl", C_JSONL)
+    assert land_inbox(s3_lake, bucket).batch_id == "00000002"
+
+
+def test_lander_that_died_before_its_manifest_leaves_no_batch(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    bucket.put("inbox/a.jsonl", A_JSONL)
+    assert land_inbox(s3_lake, bucket).batch_id == "00000001"
+    # Batch 1 was claimed and its raw records written, but the lander died before the manifest.
+    bucket.delete("raw/shop/manifests/")
+    bucket.delete("raw/shop/landed/")
+    assert list_batches(s3_lake, SOURCE) == []
+
+    again = land_inbox(s3_lake, bucket)
+
+    # The input lands again under a fresh id; the claimed id is never reused.
+    assert (again.batch_id, again.created) == ("00000002", True)
+    assert list_batches(s3_lake, SOURCE) == ["00000002"]
