@@ -2,7 +2,7 @@
 
 The oracles are computed here, in Python, from the literal inputs: a Decimal's base64 is what Kafka Connect's
 converter writes (``BigInteger.toByteArray()``: minimal big-endian two's complement, rebuilt with
-``int.to_bytes(..., signed=True)``) and its value is ``Decimal(unscaled).scaleb(-scale)``; dates and timestamps
+``int.to_bytes(..., signed=True)``) and its value is ``exact(unscaled, scale)``; dates and timestamps
 come from ``datetime`` arithmetic on the epoch numbers. The code under test only ever produces the actual side.
 """
 
@@ -12,7 +12,7 @@ import base64
 import datetime as dt
 import json
 import uuid
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pytest
@@ -47,6 +47,11 @@ def java_bytes(n: int) -> bytes:
     """``BigInteger.valueOf(n).toByteArray()``: bitLength() / 8 + 1 bytes, big-endian two's complement."""
     bit_length = n.bit_length() if n >= 0 else (-n - 1).bit_length()
     return n.to_bytes(bit_length // 8 + 1, "big", signed=True)
+
+
+def exact(unscaled: int, scale: int) -> Decimal:
+    """unscaled * 10**-scale without rounding (the default context would round to 28 digits)."""
+    return Decimal(unscaled).scaleb(-scale, Context(prec=100))
 
 
 def b64(data: bytes) -> str:
@@ -118,7 +123,7 @@ def test_decimal_base64_decodes_exactly(spark, unscaled, scale, precision):
     data_type, values = convert(spark, decimal_spec(scale, precision), [b64(java_bytes(unscaled))])
 
     assert data_type == DecimalType(precision, scale)
-    assert values == [Decimal(unscaled).scaleb(-scale)]
+    assert values == [exact(unscaled, scale)]
 
 
 def test_decimal_many_values_in_one_column(spark):
@@ -126,7 +131,7 @@ def test_decimal_many_values_in_one_column(spark):
     data_type, values = convert(spark, decimal_spec(6, 36), [b64(java_bytes(n)) for n in unscaled] + [None, ""])
 
     assert data_type == DecimalType(36, 6)
-    assert values == [Decimal(n).scaleb(-6) for n in unscaled] + [None, None]
+    assert values == [exact(n, 6) for n in unscaled] + [None, None]
 
 
 def test_decimal_sign_extended_encodings(spark):
@@ -135,7 +140,7 @@ def test_decimal_sign_extended_encodings(spark):
     texts = [b64(n.to_bytes(16, "big", signed=True)) for n in values] + [b64((-5).to_bytes(9, "big", signed=True))]
     _, decoded = convert(spark, decimal_spec(2, 38), texts)
 
-    assert decoded == [Decimal(n).scaleb(-2) for n in values] + [Decimal(-5).scaleb(-2)]
+    assert decoded == [exact(n, 2) for n in values] + [exact(-5, 2)]
 
 
 def test_decimal_without_precision_parameter_is_decimal_38(spark):
@@ -234,7 +239,7 @@ def test_variable_scale_decimal_is_exact_text(spark):
     }, texts + [None])
 
     assert data_type == StringType()
-    expected = [_plain(Decimal(n).scaleb(-s)) for n, s in VARIABLE_SCALE_CASES]
+    expected = [_plain(exact(n, s)) for n, s in VARIABLE_SCALE_CASES]
     assert values == [*expected, None]
     assert expected[:6] == ["12.345", "-12.345", "0", "12", "0.005", "-0.005"]
     assert expected[7:9] == ["10000000000000000000000000", "1234.56789012345678901234"]
@@ -376,7 +381,7 @@ def test_typed_after_image_through_normalize(spark, session_lake):
     ]
     row = staged.select("after.*", F.unix_micros("after.zoned").alias("zoned_micros")).first()
     assert row["id"] == 7
-    assert row["amount"] == Decimal(amount).scaleb(-4)
+    assert row["amount"] == exact(amount, 4)
     assert row["big"] == Decimal(big)
     assert row["tiny"] == Decimal("-0.01")
     assert row["born"] == dt.date(1970, 1, 1) + dt.timedelta(days=18044)
