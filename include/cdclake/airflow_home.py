@@ -2,9 +2,10 @@
 
 ``AIRFLOW_HOME`` is ``<repo>/.airflow`` unless another directory is given. It holds an ``airflow.cfg`` that this
 module writes (DAGs folder ``<repo>/dags``, plugins folder ``<repo>/plugins``, no example DAGs, SQLite metadata
-database, and secrets generated once), so ``AIRFLOW_HOME=<repo>/.airflow airflow standalone`` shows the same
+database, and secrets generated once), so ``AIRFLOW_HOME=<repo>/.airflow airflow standalone`` (with the
+virtualenv's ``bin`` on ``PATH``: standalone starts its components as ``airflow`` subprocesses) shows the same
 runs in the UI without any other setting. :func:`prepare` migrates the metadata database once and returns the
-environment to run ``airflow`` subprocesses with.
+environment to run ``airflow`` subprocesses with; ``eval "$(python -m cdclake.airflow_home)"`` sets up a shell.
 
 Nothing here imports Airflow: Airflow reads its configuration when it is first imported, so the process that
 sets up the environment must not be the one that runs it.
@@ -17,6 +18,7 @@ import configparser
 import fcntl
 import json
 import os
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -220,3 +222,24 @@ def run_xcom(env: Mapping[str, str], dag_id: str, logical_date: datetime, task_i
     if isinstance(value, bytes):
         value = value.decode()
     return json.loads(value) if isinstance(value, str) else value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Prepare the local Airflow home and print ``export`` lines for a shell (``python -m cdclake.airflow_home``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m cdclake.airflow_home", description=main.__doc__)
+    parser.add_argument("--home", type=Path, help="AIRFLOW_HOME (default: <repo>/.airflow)")
+    args = parser.parse_args(argv)
+    try:
+        env = prepare(args.home)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for key in sorted(k for k in env if k.startswith("AIRFLOW") or k in ("PATH", "PYTHONPATH")):
+        print(f"export {key}={shlex.quote(env[key])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -158,8 +158,8 @@ def _merge_columns(variants: list[list[ColumnType]]) -> tuple[ColumnType, ...]:
 def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) -> list[ColumnType]:
     """Column types of payload-only images by Spark's JSON inference (JVM), in the sample image's column order."""
     encoder = spark._jvm.org.apache.spark.sql.Encoders.STRING()  # type: ignore[union-attr]
-    jschema = spark._jsparkSession.read().json(texts._jdf.as_(encoder) if hasattr(texts._jdf, "as_")
-                                               else getattr(texts._jdf, "as")(encoder)).schema().json()
+    strings = getattr(texts._jdf, "as")(encoder)  # Dataset[String]; `as` is a Python keyword
+    jschema = spark._jsparkSession.read().json(strings).schema().json()
     inferred = {f.name: f.dataType for f in StructType.fromJson(json.loads(jschema)).fields}
     order = list(json.loads(sample)) if sample else list(inferred)
     order += [n for n in inferred if n not in order]

@@ -113,24 +113,42 @@ def land_inputs(settings: "LakeSettings", *, source: str, inputs: Sequence[str],
 def land_inbox(settings: "LakeSettings", *, source: str, inbox: str, framing: str = "auto") -> LandResult:
     """Land every inbox file (a directory or ``s3://`` prefix) not landed before, as one new batch.
 
+    A batch landed earlier but never applied (a run that failed after landing, then was cleared or re-run) comes
+    first: it is returned with ``created=False``, so the run finishes it before landing anything new.
+
     Returns:
-        The new batch, or a result with ``batch_id=None`` when the inbox holds nothing new (or nothing at all).
+        The batch to process, or a result with ``batch_id=None`` when there is nothing to do.
     """
     from pathlib import Path
 
-    from cdclake.landing import land_files, resolve_inputs
+    from cdclake.landing import land_files, list_batches, resolve_inputs
     from cdclake.storage import open_store
 
+    pending = [b for b in list_batches(settings, source) if not is_applied(settings, source, b)]
+    if pending:
+        from cdclake.landing import read_manifest
+
+        manifest = read_manifest(settings, source, pending[0])
+        return LandResult(source, pending[0], False, manifest["message_count"], None)
     if inbox.startswith(("s3://", "s3a://")):
         if not any(True for _ in open_store(inbox, s3_endpoint=settings.s3_endpoint).list("")):
             return LandResult(source, None, False)
     elif not Path(inbox).exists():
         return LandResult(source, None, False)
     files = resolve_inputs([inbox], s3_endpoint=settings.s3_endpoint)
-    batch_id, created, count, manifest = land_files(settings, source=source, files=files, framing=framing)
+    batch_id, created, count, manifest_uri = land_files(settings, source=source, files=files, framing=framing)
     if not created:
         return LandResult(source, None, False)
-    return LandResult(source, batch_id, created, count, manifest)
+    return LandResult(source, batch_id, created, count, manifest_uri)
+
+
+def _applied_marker(settings: "LakeSettings", source: str, batch_id: str) -> Any:
+    return settings.staging_root / source / batch_id / "_applied.json"
+
+
+def is_applied(settings: "LakeSettings", source: str, batch_id: str) -> bool:
+    """Whether a batch was applied to its tables (by :func:`apply_batch`)."""
+    return _applied_marker(settings, source, batch_id).exists()
 
 
 def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str, fmt: str,
@@ -143,9 +161,15 @@ def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: 
 
 def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> ApplyResult:
     """Apply a normalized batch to its Iceberg tables (see :mod:`cdclake.apply`)."""
+    import json
+
     from cdclake.apply import apply_batch as run
 
-    return run(spark, settings, source=source, batch_id=batch_id)
+    result = run(spark, settings, source=source, batch_id=batch_id)
+    marker = _applied_marker(settings, source, batch_id)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(result.to_dict(), indent=2))
+    return result
 
 
 def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,

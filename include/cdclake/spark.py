@@ -80,6 +80,7 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.sql.shuffle.partitions": os.environ.get("CDCLAKE_SHUFFLE_PARTITIONS", "8"),
         "spark.sql.adaptive.enabled": "true",
         "spark.ui.enabled": os.environ.get("CDCLAKE_SPARK_UI", "false"),
+        "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("CDCLAKE_DRIVER_MEMORY", "4g"),
         # Parquet timestamps without time zone stay what they are; Iceberg maps them to timestamp_ntz.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",

@@ -147,3 +147,21 @@ def test_cdclake_ingest_params_have_descriptions_and_defaults(
     }
     assert all(v["description"] for v in params.values()), params
     assert params["keys"]["schema"]["type"] == "array"
+
+
+def test_local_airflow_home_registers_every_dag(tmp_path: Path) -> None:
+    home = tmp_path / "airflow"
+    env = airflow_home.prepare(home)
+    proc = subprocess.run([*airflow_home.airflow_command(), "dags", "list", "-o", "json"], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    listed = json.loads(next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("[")))
+    assert {d["dag_id"] for d in listed} == {p.stem for p in DAG_FILES}
+    assert all(d["is_paused"] in (True, "True") for d in listed), "DAGs must start paused"
+
+    # Set up once: a second call neither migrates again nor changes the secrets.
+    marker, config = home / ".cdclake-migrated", (home / "airflow.cfg").read_text()
+    stamp = marker.stat().st_mtime_ns
+    assert airflow_home.prepare(home) == env
+    assert marker.stat().st_mtime_ns == stamp
+    assert (home / "airflow.cfg").read_text() == config

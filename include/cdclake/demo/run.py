@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,9 +40,10 @@ SOURCE = "demo"
 FORMAT = "debezium"
 FIRST_LOGICAL_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 RUN_TIMEOUT_SECONDS = 30 * 60
-LOG_TAIL_LINES = 60
+LOG_TAIL_LINES = 30
 DIFF_ROWS = 5
 _MARKER = ".cdclake-demo"
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit): ")
 
 
 class DemoError(CdclakeError):
@@ -103,9 +105,28 @@ def run_dag(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], l
     elapsed = time.monotonic() - started
     if code != 0:
         what = f"timed out after {RUN_TIMEOUT_SECONDS}s" if code is None else f"exited with {code}"
-        raise DemoError(f"airflow dags test {DAG_ID} {logical_date.isoformat()} {what}; "
-                        f"last lines of {log_path}:\n{log_tail(log_path)}")
+        errors = "\n".join(error_lines(log_path)) or "(no exception in the log)"
+        raise DemoError(f"airflow dags test {DAG_ID} {logical_date.isoformat()} {what}.\n"
+                        f"errors:\n{errors}\nlast lines of {log_path}:\n{log_tail(log_path)}")
     return elapsed
+
+
+def error_lines(path: Path, limit: int = 5) -> list[str]:
+    """The last few exception lines of a log (``pkg.SomeError: message`` and the lines continuing it)."""
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    with path.open(errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\n")
+            if _EXCEPTION_LINE.match(line):
+                current = [line]
+                blocks.append(current)
+            elif current is not None and line.startswith("  ") and not line.lstrip().startswith("File "):
+                current.append(line)
+            else:
+                current = None
+    unique = list(dict.fromkeys("\n".join(block) for block in blocks))
+    return unique[-limit:]
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -59,32 +59,33 @@ def _bool(value: Any, default: bool = True) -> bool:
     return bool(value)
 
 
-def _pow2(hex_len: Column) -> Column:
-    """2 ** (4 * hex_len) as an exact decimal(38,0), for hex_len in 2..16."""
-    expr = F.lit(None).cast(DecimalType(38, 0))
-    for digits in range(16, 0, -2):
-        expr = F.when(hex_len == digits, F.lit(str(2 ** (4 * digits))).cast(DecimalType(38, 0))).otherwise(expr)
-    return expr
+_HEX = "0123456789ABCDEF"
 
 
-def _signed(hex_str: Column) -> Column:
-    """Two's-complement hex of up to 8 bytes -> signed decimal(38,0)."""
-    unsigned = F.conv(hex_str, 16, 10).cast(DecimalType(38, 0))
-    negative = F.substring(hex_str, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
-    return F.when(negative, unsigned - _pow2(F.length(hex_str))).otherwise(unsigned)
+def _unscaled(hex_str: Column) -> Column:
+    """Big-endian two's-complement hex (``F.hex`` output, up to 16 bytes) -> signed decimal(38,0).
+
+    A negative value n is decoded as -(~n) - 1: its bitwise complement ~n (each hex digit d -> 15 - d) is
+    non-negative, so every part is read unsigned and no intermediate is larger in magnitude than n. Up to 8
+    bytes ``conv`` reads the value at once; beyond, it is the high bytes * 2^64 + the low 8 bytes. Null for
+    more than 16 bytes or a value beyond 38 digits.
+    """
+    negative = F.substring(hex_str, 1, 1).isin(*_HEX[8:])
+    magnitude = F.when(negative, F.translate(hex_str, _HEX, _HEX[::-1])).otherwise(hex_str)
+    n = F.length(hex_str)
+    low = F.conv(magnitude.substr(F.greatest(n - 15, F.lit(1)), F.lit(16)), 16, 10).cast(DecimalType(38, 0))
+    high = F.conv(magnitude.substr(F.lit(1), n - 16), 16, 10).cast(DecimalType(38, 0))
+    unsigned = F.when(n <= 16, low).when(n <= 32, high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
+    return F.when(negative, -unsigned - 1).otherwise(unsigned)
 
 
 def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Column:
     """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
 
-    Up to 16 bytes: the unscaled value is the high bytes (signed) * 2^64 + the low 8 bytes (unsigned). It is
-    rebuilt as ``<unscaled>E-<scale>`` text and cast, so no precision is lost to floating point.
+    Up to 16 bytes (see :func:`_unscaled`). The value is rebuilt as ``<unscaled>E-<scale>`` text and cast, so no
+    precision is lost to floating point.
     """
-    hex_str = F.hex(F.unbase64(text))
-    n = F.length(hex_str)
-    low = F.conv(hex_str.substr(n - 15, F.lit(16)), 16, 10).cast(DecimalType(38, 0))
-    high = _signed(hex_str.substr(F.lit(1), n - 16))
-    unscaled = F.when(n <= 16, _signed(hex_str)).otherwise(high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
+    unscaled = _unscaled(F.hex(F.unbase64(text)))
     as_text = F.concat(unscaled.cast("string"), F.lit(f"E-{scale}"))
     return F.when(text.isNull() | (text == ""), F.lit(None)).otherwise(as_text).cast(
         DecimalType(min(max(precision, scale, 1), 38), scale)
@@ -99,12 +100,7 @@ def variable_scale_decimal(text: Column) -> Column:
     ``NUMERIC`` without a declared precision can have either). Unscaled values of more than 38 digits become null.
     """
     parsed = F.from_json(text, "scale INT, value STRING")
-    hex_str = F.hex(F.unbase64(parsed["value"]))
-    n = F.length(hex_str)
-    low = F.conv(hex_str.substr(n - 15, F.lit(16)), 16, 10).cast(DecimalType(38, 0))
-    high = _signed(hex_str.substr(F.lit(1), n - 16))
-    unscaled = F.when(n <= 16, _signed(hex_str)).otherwise(high * F.lit(str(2**64)).cast(DecimalType(38, 0)) + low)
-    unscaled_text = unscaled.cast("string")
+    unscaled_text = _unscaled(F.hex(F.unbase64(parsed["value"]))).cast("string")
     sign = F.when(unscaled_text.startswith("-"), F.lit("-")).otherwise(F.lit(""))
     digits = F.regexp_replace(unscaled_text, "^-", "")
     scale = F.coalesce(parsed["scale"], F.lit(0))

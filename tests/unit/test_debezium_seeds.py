@@ -1,0 +1,527 @@
+"""The Debezium normalizer on every Debezium JSON example of the seed format documents 000, 001 and 002.
+
+Fixtures (``tests/fixtures/debezium/``) are the documents' examples with the callout numbers (``"schema": { 1``)
+removed and nothing else changed, except where noted:
+
+=================================================  ===========================================================
+fixture                                            source and changes
+=================================================  ===========================================================
+pg_key.json                                        000, change-event key: trailing comma after ``payload``
+                                                   removed (keeps ``"INT32"``, ``"optional": "false"``,
+                                                   ``"id": "1"``)
+pg_key_trailing_comma.json                         000, the same key as printed: invalid JSON
+pg_create.json                                     000, create event (schema + payload as printed)
+pg_update.json                                     000, update event; the elided ``"schema": { ... }`` replaced
+                                                   by the create event's schema (the document says it is the same)
+pg_delete.json                                     000, delete event; elided schema dropped (``{"payload": …}``)
+pg_truncate.json                                   000, truncate event; elided schema dropped
+pg_message_transactional.json                      000, transactional logical-decoding message; schema dropped
+pg_message_nontransactional_missing_comma.json     000, non-transactional message as printed: no comma after
+                                                   ``ts_ms`` and no closing brace; schema dropped; invalid JSON
+pg_message_nontransactional.json                   000, the same with the comma and the brace added
+sqlserver_create.json                              001, create event (no callouts in this document)
+dtle_key.json                                      002, key: the missing comma after ``"name"`` added
+dtle_key_missing_comma.json                        002, the same key as printed: invalid JSON
+dtle_create_snapshot.json                          002, value (``snapshot: true`` with ``op: "c"``)
+dtle_ddl.json                                      002, DDL message of the SchemaChangeTopic
+=================================================  ===========================================================
+
+Document 000's first example (the four-part ``{ "schema": { ... }, "payload": { ... }, … }`` skeleton) is an
+outline, not an event, and has no fixture.
+
+Keys travel with values only in Kafka messages, so key + value pairs are landed as ``kcat -C -J`` lines; values alone
+are landed as the documents print them (pretty-printed JSON, one document after another).
+
+Oracles: expected values are the fixtures' own JSON (read with Python's ``json``) or literals from the documents;
+source positions are computed here with ``format(n, "016x")`` and string slicing, line numbers and byte offsets by
+counting the test's own input text. Each test lands under its own source name in the session lake.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from cdclake.keys import KeySpec
+from cdclake.landing import InputFile, land_files
+from cdclake.normalize import normalize_batch, staging_dir
+from cdclake.pipeline import NormalizeResult
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+QUARANTINE = "lake.cdclake_meta.quarantine"
+CUSTOMER_ROW = StructType([
+    StructField("id", IntegerType()),
+    StructField("first_name", StringType()),
+    StructField("last_name", StringType()),
+    StructField("email", StringType()),
+])
+ID_KEY = StructType([StructField("id", IntegerType())])
+MESSAGE_SKIP = "logical decoding message (op=m)"
+KEY_NOT_JSON = "message key is not valid JSON"
+DDL_REASON = ("schema change event (DDL), not a row change: cdclake takes table schemas from the change events "
+              "and does not apply DDL")
+
+
+def text(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def payload(name: str) -> dict[str, Any]:
+    doc = json.loads(text(name))
+    return doc["payload"] if "payload" in doc else doc
+
+
+def hex16(n: int) -> str:
+    return format(n, "016x")
+
+
+def json_error(document: str) -> json.JSONDecodeError:
+    try:
+        json.loads(document)
+    except json.JSONDecodeError as exc:
+        return exc
+    raise AssertionError("the document parses")
+
+
+def kcat(offset: int, key: str | None, value: str | None, *, topic: str) -> str:
+    """One ``kcat -C -J`` line: key and value are the raw message strings (null for none)."""
+    return json.dumps({"topic": topic, "partition": 0, "offset": offset, "ts": 1700000000000 + offset,
+                       "headers": None, "key": key, "payload": value})
+
+
+@dataclass(frozen=True)
+class Batch:
+    source: str
+    batch_id: str
+    messages: int
+    result: NormalizeResult
+
+
+@pytest.fixture()
+def source(request: pytest.FixtureRequest) -> str:
+    """A source name no other test uses (batches and quarantine rows are per source)."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return f"dbzseed_{name}_{uuid.uuid4().hex[:6]}"
+
+
+def land_and_normalize(spark, settings, source: str, files: list[tuple[str, str]],
+                       keys: KeySpec | None = None) -> Batch:
+    inputs = [InputFile(f"mem://{source}/{name}", content.encode("utf-8")) for name, content in files]
+    batch_id, created, count, _ = land_files(settings, source=source, files=inputs)
+    assert created and batch_id is not None
+    result = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="debezium", keys=keys)
+    return Batch(source, batch_id, count, result)
+
+
+def staged(spark, settings, batch: Batch, table_id: str) -> tuple[StructType, list[Row]]:
+    """The staged canonical records of one table, in position order, with ``source_ts`` as epoch millis."""
+    df = spark.read.parquet(str(staging_dir(settings, batch.source, batch.batch_id) / table_id))
+    rows = df.select("*", F.unix_millis("source_ts").alias("source_ts_ms")).orderBy("position").collect()
+    return df.schema, rows
+
+
+def quarantined(spark, batch: Batch) -> list[Row]:
+    return spark.sql(
+        f"SELECT * FROM {QUARANTINE} WHERE source = '{batch.source}' AND batch_id = '{batch.batch_id}' "
+        "ORDER BY input, line"
+    ).collect()
+
+
+def split_position(position: str) -> tuple[str, str]:
+    prefix, _, tail = position.partition("/")
+    return prefix, tail
+
+
+def tail(batch: Batch, file_index: int, index: int) -> str:
+    return f"{batch.batch_id}/{file_index:06d}/{index:010d}/00000"
+
+
+def documents(*names: str) -> tuple[str, list[tuple[int, int]]]:
+    """Fixtures one after another as one file, with each document's 1-based line and byte offset."""
+    content, where, line, offset = "", [], 1, 0
+    for name in names:
+        doc = text(name)
+        where.append((line, offset))
+        content += doc
+        line += doc.count("\n")
+        offset += len(doc.encode("utf-8"))
+    return content, where
+
+
+# --- the fixtures are the documents' examples ---------------------------------------------------------------------
+
+CALLOUT = re.compile(r'(?<=[\[{,"\dl])\s+\d{1,2}\s*$')
+SEED_OF = {"pg_": "000_b204a6f57ae4181b.txt", "sqlserver_": "001_25eac51771b90504.txt",
+           "dtle_": "002_fe444b954ea75630.txt"}
+REPAIRED_LINES = {"dtle_key.json": {'"name": "dbserver1.inventory.customers.Key",'}}
+INVALID = {"pg_key_trailing_comma.json", "pg_message_nontransactional_missing_comma.json",
+           "dtle_key_missing_comma.json"}
+
+
+def test_fixtures_are_the_seed_examples():
+    names = sorted(p.name for p in FIXTURES.glob("*.json"))
+    assert len(names) == 14
+    for name in names:
+        seed = next(s for prefix, s in SEED_OF.items() if name.startswith(prefix))
+        seed_lines = {CALLOUT.sub("", line).strip() for line in (SEEDS / seed).read_text(encoding="utf-8").splitlines()}
+        extra = {line.strip() for line in text(name).splitlines()} - seed_lines - REPAIRED_LINES.get(name, set())
+        assert extra == set(), f"{name}: lines that are not in {seed}"
+        if name in INVALID:
+            json_error(text(name))
+        else:
+            json.loads(text(name))
+    # The quirks the documents print are kept.
+    key = json.loads(text("pg_key.json"))
+    assert key["schema"]["fields"][0]["schema"] == {"type": "INT32", "optional": "false"}
+    assert key["payload"] == {"id": "1"}
+    assert payload("sqlserver_create.json")["source"]["event_serial_no"] == "1"
+    assert (payload("dtle_create_snapshot.json")["op"], payload("dtle_create_snapshot.json")["source"]["snapshot"]) \
+        == ("c", True)
+    assert "schema" not in json.loads(text("pg_delete.json"))
+    assert json.loads(text("pg_update.json"))["schema"] == json.loads(text("pg_create.json"))["schema"]
+
+
+# --- PostgreSQL (seed 000) ------------------------------------------------------------------------------------------
+
+def test_postgresql_values_as_documents(spark, session_lake, source):
+    content, where = documents("pg_create.json", "pg_update.json", "pg_delete.json", "pg_truncate.json")
+    batch = land_and_normalize(spark, session_lake, source, [("pg_values.json", content)],
+                               keys=KeySpec.parse(["public.customers=id"]))
+
+    assert batch.result.tables == {"public.customers": 4}
+    assert (batch.result.quarantined, batch.result.skipped) == (0, {})
+    schema, rows = staged(spark, session_lake, batch, "public.customers")
+    # Typed by the create/update events' schema (int32 -> int); delete and truncate carry no schema.
+    assert schema["key"].dataType == ID_KEY
+    assert schema["before"].dataType == CUSTOMER_ROW
+    assert schema["after"].dataType == CUSTOMER_ROW
+    create, update, delete, truncate = rows
+    uri = f"mem://{source}/pg_values.json"
+
+    # create: snapshot true on an op=c event is a snapshot read.
+    src = payload("pg_create.json")["source"]
+    assert (create.op, create.snapshot, create.table_id) == ("r", "true", "public.customers")
+    assert create.key == Row(id=1)
+    assert create.before is None
+    assert create.after == Row(id=1, first_name="Anne", last_name="Kretchmar", email="annek@noanswer.org")
+    assert split_position(create.position) == (hex16(24023128), tail(batch, 0, 0))
+    assert hex16(src["lsn"]) == "00000000016e9058"
+    assert create.source_ts_ms == src["ts_ms"] == 1559033904863
+    assert (create.batch_id, create.source, create.format) == (batch.batch_id, source, "debezium")
+    assert (create.input_file, create.raw_line, create.raw_offset) == (uri, *where[0])
+    assert create.unavailable == []
+
+    # update: REPLICA IDENTITY DEFAULT sends only the key column in before.
+    assert (update.op, update.snapshot, update.table_id) == ("u", None, "public.customers")
+    assert update.key == Row(id=1)
+    assert update.before == Row(id=1, first_name=None, last_name=None, email=None)
+    assert update.after == Row(id=1, first_name="Anne Marie", last_name="Kretchmar", email="annek@noanswer.org")
+    assert split_position(update.position) == (hex16(payload("pg_update.json")["source"]["lsn"]), tail(batch, 0, 1))
+    assert update.source_ts_ms == payload("pg_update.json")["source"]["ts_ms"]
+    assert (update.raw_line, update.raw_offset) == where[1]
+
+    assert (delete.op, delete.snapshot) == ("d", None)
+    assert delete.key == Row(id=1)
+    assert delete.before == Row(id=1, first_name=None, last_name=None, email=None)
+    assert delete.after is None
+    assert split_position(delete.position) == (hex16(46523128), tail(batch, 0, 2))
+    assert delete.source_ts_ms == payload("pg_delete.json")["source"]["ts_ms"]
+    assert (delete.raw_line, delete.raw_offset) == where[2]
+
+    # truncate: no key, no images; staged so apply can clear the table up to its position.
+    assert (truncate.op, truncate.snapshot, truncate.table_id) == ("t", None, "public.customers")
+    assert truncate.key == Row(id=None)
+    assert (truncate.before, truncate.after) == (None, None)
+    assert split_position(truncate.position) == (hex16(46523128), tail(batch, 0, 3))
+    assert truncate.source_ts_ms == payload("pg_truncate.json")["source"]["ts_ms"]
+    assert (truncate.raw_line, truncate.raw_offset) == where[3]
+
+    # Events at one LSN (the snapshot read and the update share 24023128) keep their arrival order.
+    assert create.position < update.position < delete.position < truncate.position
+
+
+def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, source):
+    topic = "PostgreSQL_server.public.customers"
+    key = text("pg_key.json")
+    message_key = json.dumps({
+        "schema": {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.MessageKey",
+                   "fields": [{"type": "string", "optional": False, "field": "prefix"}]},
+        "payload": {"prefix": "foo"},
+    })
+    lines = [
+        kcat(10, key, text("pg_create.json"), topic=topic),
+        kcat(11, key, text("pg_update.json"), topic=topic),
+        kcat(12, key, text("pg_delete.json"), topic=topic),
+        kcat(13, key, None, topic=topic),  # the tombstone after a delete
+        kcat(14, None, text("pg_truncate.json"), topic=topic),
+        kcat(15, message_key, text("pg_message_transactional.json"), topic=topic),
+        kcat(16, message_key, text("pg_message_nontransactional.json"), topic=topic),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [("pg.kcat.jsonl", "\n".join(lines) + "\n")])
+
+    # No declared key: the key columns come from the key's schema.
+    assert batch.result.tables == {"public.customers": 4}
+    assert batch.result.skipped == {"tombstone (null value)": 1, MESSAGE_SKIP: 2}
+    assert batch.result.quarantined == 0
+    schema, rows = staged(spark, session_lake, batch, "public.customers")
+    assert schema["key"].dataType == ID_KEY  # the key payload's "1" (a string) typed by the row schema
+    assert schema["after"].dataType == CUSTOMER_ROW
+    assert [(r.op, r.key, r.raw_line, r.raw_offset) for r in rows] == [
+        ("r", Row(id=1), 1, 10), ("u", Row(id=1), 2, 11), ("d", Row(id=1), 3, 12), ("t", Row(id=None), 5, 14),
+    ]
+    assert [split_position(r.position) for r in rows] == [
+        (hex16(24023128), tail(batch, 0, 0)), (hex16(24023128), tail(batch, 0, 1)),
+        (hex16(46523128), tail(batch, 0, 2)), (hex16(46523128), tail(batch, 0, 4)),
+    ]
+    assert [r.after for r in rows] == [
+        Row(id=1, first_name="Anne", last_name="Kretchmar", email="annek@noanswer.org"),
+        Row(id=1, first_name="Anne Marie", last_name="Kretchmar", email="annek@noanswer.org"),
+        None, None,
+    ]
+    assert all(r.input_file == f"mem://{source}/pg.kcat.jsonl" for r in rows)
+
+
+def test_postgresql_key_with_trailing_comma_is_quarantined(spark, session_lake, source):
+    topic = "PostgreSQL_server.public.customers"
+    broken_key = text("pg_key_trailing_comma.json")
+    messages = "\n".join([
+        kcat(0, broken_key, text("pg_create.json"), topic=topic),
+        kcat(1, text("pg_key.json"), text("pg_update.json"), topic=topic),
+    ]) + "\n"
+    batch = land_and_normalize(spark, session_lake, source, [
+        ("pg.kcat.jsonl", messages),
+        ("pg_key_trailing_comma.json", broken_key),  # the printed example on its own, as a document file
+    ])
+
+    # The damaged key does not fall back to the after image's id: the message is quarantined.
+    assert batch.result.tables == {"public.customers": 1}
+    assert batch.result.quarantined == 2
+    _, rows = staged(spark, session_lake, batch, "public.customers")
+    assert [(r.op, r.key, r.raw_offset) for r in rows] == [("u", Row(id=1), 1)]
+    by_input = {r.input: r for r in quarantined(spark, batch)}
+    kafka = by_input[f"mem://{source}/pg.kcat.jsonl"]
+    assert (kafka.reason, kafka.line, kafka.kafka_offset, kafka.table_id) == (KEY_NOT_JSON, 1, 0, "public.customers")
+    assert (kafka.raw_key, kafka.raw_value) == (broken_key, text("pg_create.json"))
+    document = by_input[f"mem://{source}/pg_key_trailing_comma.json"]
+    error = json_error(broken_key)
+    assert error.msg == "Expecting property name enclosed in double quotes"
+    assert document.reason == (f"unframed message: invalid JSON: {error.msg}: "
+                               f"line {error.lineno} column {error.colno} (char {error.pos})")
+    assert (document.line, document.byte_offset, document.kafka_offset) == (1, 0, None)
+    assert document.raw_value == broken_key.strip()
+
+
+def test_postgresql_message_events(spark, session_lake, source):
+    names = ("pg_message_transactional.json", "pg_message_nontransactional_missing_comma.json",
+             "pg_message_nontransactional.json")
+    content, where = documents(*names)
+    batch = land_and_normalize(spark, session_lake, source, [("pg_messages.json", content)])
+
+    assert batch.messages == 3
+    assert batch.result.tables == {}
+    assert batch.result.skipped == {MESSAGE_SKIP: 2}
+    assert batch.result.quarantined == 1
+    (row,) = quarantined(spark, batch)
+    broken = text(names[1])
+    error = json_error(broken)
+    assert error.msg == "Expecting ',' delimiter"
+    # The parser's position is in the file, which starts with the transactional message.
+    line, offset = where[1]
+    chars_before = len(text(names[0]))
+    assert row.reason == (f"unframed message: invalid JSON: {error.msg}: line {error.lineno + line - 1} "
+                          f"column {error.colno} (char {error.pos + chars_before})")
+    assert (row.line, row.byte_offset, row.table_id, row.raw_key) == (line, offset, None, None)
+    assert row.raw_value == broken.strip()
+    assert not (staging_dir(session_lake, source, batch.batch_id) / "public.customers").exists()
+
+
+# --- SQL Server (seed 001) ------------------------------------------------------------------------------------------
+
+def sqlserver_lsn_hex(lsn: str) -> str:
+    """``VLF:block:slot`` (8:8:4 hex digits) -> the 20 hex digits, lower case."""
+    parts = lsn.split(":")
+    assert [len(p) for p in parts] == [8, 8, 4]
+    return "".join(parts).lower()
+
+
+def test_sqlserver_create_event(spark, session_lake, source):
+    batch = land_and_normalize(spark, session_lake, source, [("sqlserver_create.json", text("sqlserver_create.json"))],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    assert batch.result.tables == {"dbo.customers": 1}
+    assert (batch.result.quarantined, batch.result.skipped) == (0, {})
+    schema, (row,) = staged(spark, session_lake, batch, "dbo.customers")
+    assert schema["key"].dataType == ID_KEY
+    assert schema["after"].dataType == CUSTOMER_ROW
+    src = payload("sqlserver_create.json")["source"]
+    assert (row.op, row.snapshot, row.table_id) == ("c", None, "dbo.customers")
+    assert row.key == Row(id=1005)
+    assert row.before is None
+    assert row.after == Row(id=1005, first_name="john", last_name="doe", email="john.doe@example.org")
+    expected_prefix = (sqlserver_lsn_hex(src["commit_lsn"]) + sqlserver_lsn_hex(src["change_lsn"])
+                       + hex16(int(src["event_serial_no"])))
+    assert expected_prefix == "00000027000007580005" "00000027000007580003" "0000000000000001"
+    assert split_position(row.position) == (expected_prefix, tail(batch, 0, 0))
+    assert row.source_ts_ms == src["ts_ms"] == 1559729468470
+    assert (row.input_file, row.raw_line, row.raw_offset) == (f"mem://{source}/sqlserver_create.json", 1, 0)
+    assert row.unavailable == []
+
+
+# --- dtle / MySQL (seed 002) ----------------------------------------------------------------------------------------
+
+def mysql_prefix(file: str, pos: int, row: int) -> str:
+    return hex16(int(file.rsplit(".", 1)[1])) + hex16(pos) + hex16(row)
+
+
+def test_dtle_events_as_kafka_messages(spark, session_lake, source):
+    topic = "dbserver1.inventory.customers"
+    value = text("dtle_create_snapshot.json")
+    lines = [
+        kcat(0, text("dtle_key.json"), value, topic=topic),
+        kcat(1, text("dtle_key_missing_comma.json"), value, topic=topic),
+        kcat(2, None, text("dtle_ddl.json"), topic="dtle-schema-changes"),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [("dtle.kcat.jsonl", "\n".join(lines) + "\n")])
+
+    assert batch.result.tables == {"inventory.customers": 1}
+    assert (batch.result.quarantined, batch.result.skipped) == (2, {})
+    schema, (row,) = staged(spark, session_lake, batch, "inventory.customers")
+    assert schema["key"].dataType == ID_KEY
+    assert schema["after"].dataType == CUSTOMER_ROW
+    body = payload("dtle_create_snapshot.json")
+    src = body["source"]
+    # snapshot: true with op "c" is a snapshot read.
+    assert (row.op, row.snapshot, row.table_id) == ("r", "true", "inventory.customers")
+    assert row.key == Row(id=1004)
+    assert row.before is None
+    assert row.after == Row(id=1004, first_name="Anne", last_name="Kretchmar", email="annek@noanswer.org")
+    assert split_position(row.position) == (mysql_prefix(src["file"], src["pos"], src["row"]), tail(batch, 0, 0))
+    assert mysql_prefix(src["file"], src["pos"], src["row"]) == hex16(3) + hex16(154) + hex16(0)
+    # ts_sec is 0 (unknown) in dtle's snapshot rows: the envelope's ts_ms is the only time the event has.
+    assert src["ts_sec"] == 0
+    assert row.source_ts_ms == body["ts_ms"] == 1486500577691
+    assert (row.raw_line, row.raw_offset) == (1, 0)
+
+    broken, ddl = quarantined(spark, batch)
+    assert (broken.reason, broken.line, broken.kafka_offset) == (KEY_NOT_JSON, 2, 1)
+    assert (broken.table_id, broken.raw_key) == ("inventory.customers", text("dtle_key_missing_comma.json"))
+    assert (ddl.reason, ddl.line, ddl.kafka_offset, ddl.table_id, ddl.raw_key) == (DDL_REASON, 3, 2, None, None)
+    assert ddl.raw_value == text("dtle_ddl.json")
+
+
+def test_dtle_documents(spark, session_lake, source):
+    content, where = documents("dtle_create_snapshot.json", "dtle_ddl.json")
+    batch = land_and_normalize(spark, session_lake, source, [
+        ("dtle_values.json", content),
+        ("dtle_key_missing_comma.json", text("dtle_key_missing_comma.json")),
+    ], keys=KeySpec.parse(["inventory.customers=id"]))
+
+    assert batch.result.tables == {"inventory.customers": 1}
+    # Everything but the one change event is quarantined: the DDL message, and all of the broken key document.
+    assert batch.result.quarantined == batch.messages - 1
+    _, (row,) = staged(spark, session_lake, batch, "inventory.customers")
+    assert (row.op, row.snapshot, row.key, row.raw_line, row.raw_offset) == ("r", "true", Row(id=1004), *where[0])
+    assert split_position(row.position)[0] == hex16(3) + hex16(154) + hex16(0)
+
+    rows = quarantined(spark, batch)
+    ddl = next(r for r in rows if r.input == f"mem://{source}/dtle_values.json")
+    assert (ddl.reason, ddl.line, ddl.byte_offset, ddl.table_id) == (DDL_REASON, *where[1], None)
+    assert ddl.raw_value == text("dtle_ddl.json").strip()
+    first = next(r for r in rows if r.input == f"mem://{source}/dtle_key_missing_comma.json" and r.line == 1)
+    error = json_error(text("dtle_key_missing_comma.json"))
+    assert first.reason == (f"unframed message: invalid JSON: {error.msg}: "
+                            f"line {error.lineno} column {error.colno} (char {error.pos})")
+    assert error.msg == "Expecting ',' delimiter" and error.lineno == 5
+
+
+# --- ordering -------------------------------------------------------------------------------------------------------
+
+def test_postgresql_positions_follow_lsn_order(spark, session_lake, source):
+    # Decimal LSN text sorts wrongly as text ("255" > "24023128"); the hex positions must not.
+    lsns = [46523128, 255, 24023128, 2**40 + 1, 4096, 9, 2**32, 2**62, 24023129]
+    base = payload("pg_create.json")
+    lines = []
+    for i, lsn in enumerate(lsns):
+        event = json.loads(json.dumps(base))  # schemas.enable=false: the bare payload
+        event["source"]["lsn"] = lsn
+        event["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("pg_lsns.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["public.customers=id"]))
+
+    assert batch.result.tables == {"public.customers": len(lsns)}
+    _, rows = staged(spark, session_lake, batch, "public.customers")
+    in_position_order = [lsns[r.after.id] for r in rows]
+    assert in_position_order == sorted(lsns)
+    assert [split_position(r.position)[0] for r in rows] == [hex16(n) for n in sorted(lsns)]
+
+
+def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
+    events = [  # (commit_lsn, change_lsn, event_serial_no)
+        ("00000027:00000a58:0001", "00000027:00000a50:0001", 1),
+        ("00000027:00000758:0005", "00000027:00000758:0003", 2),  # the update's second CDC row
+        ("00000027:00000758:0005", "00000027:00000758:0003", 1),  # the document's event
+        ("0000000B:00000001:0001", "0000000B:00000001:0001", 1),  # upper-case hex: 0xB > 0xa
+        ("0000000a:00000fff:ffff", "0000000a:00000fff:ffff", 1),
+        ("00000028:00000010:0001", "00000028:00000010:0001", 1),
+        ("00000027:00000758:0005", "00000027:00000758:0004", 1),
+    ]
+    base = json.loads(text("sqlserver_create.json"))
+    lines = []
+    for i, (commit, change, serial) in enumerate(events):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(commit_lsn=commit, change_lsn=change, event_serial_no=str(serial))
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("sqlserver_lsns.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+    numeric = sorted(range(len(events)), key=lambda i: (int(events[i][0].replace(":", ""), 16),
+                                                         int(events[i][1].replace(":", ""), 16), events[i][2]))
+    assert [r.after.id for r in rows] == numeric
+    assert [split_position(r.position)[0] for r in rows] == [
+        sqlserver_lsn_hex(events[i][0]) + sqlserver_lsn_hex(events[i][1]) + hex16(events[i][2]) for i in numeric
+    ]
+    position = {r.after.id: r.position for r in rows}
+    assert position[2] < position[0]  # commit 00000027:00000758:0005 < 00000027:00000a58:0001
+    assert position[2] < position[1]  # same LSNs: event_serial_no 1 < 2
+
+
+def test_mysql_binlog_positions_file_sequence_wins(spark, session_lake, source):
+    events = [  # (file, pos, row)
+        ("mysql-bin.000010", 4, 0),
+        ("mysql-bin.000003", 154, 0),  # the document's event
+        ("mysql-bin.000003", 154, 1),
+        ("mysql-bin.000003", 1000, 0),
+        ("mysql-bin.000009", 2**32 + 7, 0),
+        ("mysql-bin.000010", 120, 2),
+        ("mysql-bin.1000000", 4, 0),  # past six digits: 1000000 > 999999 although it sorts first as text
+        ("mysql-bin.999999", 4, 0),
+    ]
+    base = json.loads(text("dtle_create_snapshot.json"))
+    lines = []
+    for i, (file, pos, row) in enumerate(events):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(file=file, pos=pos, row=row)
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("binlog.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["inventory.customers=id"]))
+
+    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    numeric = sorted(range(len(events)), key=lambda i: (int(events[i][0].rsplit(".", 1)[1]), *events[i][1:]))
+    assert [r.after.id for r in rows] == numeric
+    assert [split_position(r.position)[0] for r in rows] == [mysql_prefix(*events[i]) for i in numeric]
+    position = {r.after.id: r.position for r in rows}
+    assert position[1] < position[0]  # mysql-bin.000003 pos 154 < mysql-bin.000010 pos 4
