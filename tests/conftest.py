@@ -13,6 +13,8 @@ import pytest
 
 from cdclake.settings import LakeSettings
 
+pytest_plugins = ["tests.support.s3_server"]
+
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
 

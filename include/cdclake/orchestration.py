@@ -98,7 +98,7 @@ def _spark(settings: LakeSettings) -> SparkSession:
 
 
 def land_batch(params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Land every inbox file not landed before as one new batch.
+    """The batch this run processes: a landed-but-unapplied one first, else the inbox's new files as a new batch.
 
     Args:
         params: The run's DAG params.
@@ -111,10 +111,13 @@ def land_batch(params: Mapping[str, Any]) -> dict[str, Any] | None:
     run = RunParams.from_params(params)
     settings = run.settings()
     inbox = run.inbox_location(settings)
-    result = pipeline.land_inbox(settings, source=run.source, inbox=inbox)
+    result = pipeline.next_batch(settings, source=run.source, inbox=inbox)
     if result.batch_id is None:
         log.info("nothing new in inbox %s for source %s", inbox, run.source)
         return None
+    if not result.created:
+        log.info("resuming batch %s of source %s: landed earlier but never applied", result.batch_id, run.source)
+        return result.to_dict()
     log.info("landed batch %s of source %s: %d messages from %s (manifest %s)", result.batch_id, run.source,
              result.message_count, inbox, result.manifest)
     return result.to_dict()

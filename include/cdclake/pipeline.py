@@ -113,23 +113,14 @@ def land_inputs(settings: "LakeSettings", *, source: str, inputs: Sequence[str],
 def land_inbox(settings: "LakeSettings", *, source: str, inbox: str, framing: str = "auto") -> LandResult:
     """Land every inbox file (a directory or ``s3://`` prefix) not landed before, as one new batch.
 
-    A batch landed earlier but never applied (a run that failed after landing, then was cleared or re-run) comes
-    first: it is returned with ``created=False``, so the run finishes it before landing anything new.
-
     Returns:
-        The batch to process, or a result with ``batch_id=None`` when there is nothing to do.
+        The new batch, or a result with ``batch_id=None`` when the inbox holds nothing new (or nothing at all).
     """
     from pathlib import Path
 
-    from cdclake.landing import land_files, list_batches, resolve_inputs
+    from cdclake.landing import land_files, resolve_inputs
     from cdclake.storage import open_store
 
-    pending = [b for b in list_batches(settings, source) if not is_applied(settings, source, b)]
-    if pending:
-        from cdclake.landing import read_manifest
-
-        manifest = read_manifest(settings, source, pending[0])
-        return LandResult(source, pending[0], False, manifest["message_count"], None)
     if inbox.startswith(("s3://", "s3a://")):
         if not any(True for _ in open_store(inbox, s3_endpoint=settings.s3_endpoint).list("")):
             return LandResult(source, None, False)
@@ -140,6 +131,21 @@ def land_inbox(settings: "LakeSettings", *, source: str, inbox: str, framing: st
     if not created:
         return LandResult(source, None, False)
     return LandResult(source, batch_id, created, count, manifest_uri)
+
+
+def next_batch(settings: "LakeSettings", *, source: str, inbox: str, framing: str = "auto") -> LandResult:
+    """The batch a scheduled run should process: the oldest landed-but-unapplied one, else a newly landed one.
+
+    A run that failed after landing and is then cleared or re-run would otherwise find nothing new in the inbox
+    and leave its batch unapplied forever; here it resumes that batch (``created=False``) first.
+    """
+    from cdclake.landing import list_batches, read_manifest
+
+    pending = [b for b in list_batches(settings, source) if not is_applied(settings, source, b)]
+    if pending:
+        manifest = read_manifest(settings, source, pending[0])
+        return LandResult(source, pending[0], False, manifest["message_count"], None)
+    return land_inbox(settings, source=source, inbox=inbox, framing=framing)
 
 
 def _applied_marker(settings: "LakeSettings", source: str, batch_id: str) -> Any:

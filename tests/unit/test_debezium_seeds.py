@@ -325,14 +325,25 @@ def test_postgresql_message_events(spark, session_lake, source):
     names = ("pg_message_transactional.json", "pg_message_nontransactional_missing_comma.json",
              "pg_message_nontransactional.json")
     content, where = documents(*names)
-    batch = land_and_normalize(spark, session_lake, source, [("pg_messages.json", content)])
-
-    assert batch.messages == 3
-    assert batch.result.tables == {}
-    assert batch.result.skipped == {MESSAGE_SKIP: 2}
-    assert batch.result.quarantined == 1
-    (row,) = quarantined(spark, batch)
+    topic = "PostgreSQL_server"
     broken = text(names[1])
+    kafka = "\n".join([kcat(7, json.dumps({"prefix": "foo"}), broken, topic=topic),
+                       kcat(8, json.dumps({"prefix": "foo"}), text(names[0]), topic=topic)]) + "\n"
+    batch = land_and_normalize(spark, session_lake, source, [("pg_messages.json", content),
+                                                            ("pg_messages.kcat.jsonl", kafka)])
+
+    assert batch.messages == 5
+    assert batch.result.tables == {}
+    assert batch.result.skipped == {MESSAGE_SKIP: 3}
+    assert batch.result.quarantined == 2
+    row, from_kafka = quarantined(spark, batch)
+    # As a Kafka message the broken value reaches the normalizer, which quarantines it as it is.
+    assert (from_kafka.input, from_kafka.line, from_kafka.kafka_offset) == (f"mem://{source}/pg_messages.kcat.jsonl",
+                                                                          1, 7)
+    assert from_kafka.reason == "message value is not valid JSON (or not a JSON object)"
+    assert from_kafka.raw_value == broken
+    # As a document file, landing finds the broken document and says where the parser stopped.
+    assert row.input == f"mem://{source}/pg_messages.json"
     error = json_error(broken)
     assert error.msg == "Expecting ',' delimiter"
     # The parser's position is in the file, which starts with the transactional message.

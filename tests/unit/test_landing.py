@@ -28,7 +28,7 @@ from cdclake.landing import (
     resolve_inputs,
 )
 from cdclake.settings import LakeSettings
-from tests.support.s3_server import S3Bucket, s3_bucket, s3_endpoint  # noqa: F401
+from tests.support.s3_server import S3Bucket
 
 SOURCE = "shop"
 

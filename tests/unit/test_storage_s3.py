@@ -16,7 +16,7 @@ import pytest
 
 from cdclake.exceptions import StorageError
 from cdclake.storage import LocalStore, ObjectStore, S3Store, open_store
-from tests.support.s3_server import S3Bucket, _free_port, s3_bucket, s3_endpoint  # noqa: F401
+from tests.support.s3_server import S3Bucket, _free_port
 
 PAYLOAD = "{\"name\": \"Zoë\", \"note\": \"ünïcödé €\"}\n".encode("utf-8")
 
