@@ -3,6 +3,8 @@
     cdclake apply --format FORMAT --input PATH [PATH ...] --lake DIR [--key [TABLE=]COL[,COL...]] [--source NAME]
     cdclake tables --lake DIR
     cdclake dump --lake DIR --table NAME [--all]
+    cdclake quarantine list --lake DIR [--source NAME] [--batch ID] [--reason TEXT]
+    cdclake quarantine replay --lake DIR [--source NAME] [--reason TEXT] [--format FORMAT] [--key ...]
 
 ``apply`` lands the inputs as the next micro-batch of the lake, normalizes and applies it, and prints one JSON
 object. Bad arguments or unreadable input: a one-line error on stderr and exit code 2. Progress goes to stderr.
@@ -53,6 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--lake", required=True, metavar="DIR")
     dump.add_argument("--table", required=True, metavar="NAME", help="namespace.table (see `cdclake tables`)")
     dump.add_argument("--all", action="store_true", help="include the _cdc_* bookkeeping columns")
+
+    q = sub.add_parser("quarantine", help="inspect and replay quarantined messages")
+    qsub = q.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    qlist = qsub.add_parser("list", help="print quarantined messages as JSON Lines (reason, where, raw text)")
+    qlist.add_argument("--lake", required=True, metavar="DIR")
+    qlist.add_argument("--source", help="only this source")
+    qlist.add_argument("--batch", help="only this batch id")
+    qlist.add_argument("--reason", metavar="TEXT", help="only reasons containing TEXT (case-insensitive)")
+    replay = qsub.add_parser("replay", help="re-run quarantined messages through the current code as a new batch")
+    replay.add_argument("--lake", required=True, metavar="DIR")
+    replay.add_argument("--source", help="only this source")
+    replay.add_argument("--reason", metavar="TEXT", help="only reasons containing TEXT (case-insensitive)")
+    replay.add_argument("--format", choices=FORMATS, help="read them as this format (default: as quarantined)")
+    replay.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
+                        help="primary key for tables whose messages carry none (repeatable)")
     return parser
 
 
@@ -112,12 +129,32 @@ def _dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quarantine(args: argparse.Namespace) -> int:
+    from cdclake.settings import LakeSettings
+
+    settings = LakeSettings.from_env(args.lake)
+    if args.action == "list":
+        from cdclake.reader import quarantine_rows
+
+        for row in quarantine_rows(settings, source=args.source, batch_id=args.batch, reason=args.reason):
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return 0
+    from cdclake.keys import KeySpec
+    from cdclake.pipeline import replay_quarantine
+    from cdclake.spark import get_spark
+
+    results = replay_quarantine(get_spark(settings), settings, source=args.source, reason=args.reason,
+                                fmt=args.format, keys=KeySpec.parse(args.key))
+    print(json.dumps({"replayed": sum(r.replayed for r in results), "batches": [r.to_dict() for r in results]}))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad arguments or input, 1 unexpected failure)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    handlers = {"apply": _apply, "tables": _tables, "dump": _dump}
+    handlers = {"apply": _apply, "tables": _tables, "dump": _dump, "quarantine": _quarantine}
     try:
         return handlers[args.command](args)
     except CdclakeError as exc:

@@ -237,7 +237,8 @@ def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offs
 
 
 def _frame_documents(text: str, *, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    decoder = json.JSONDecoder()
+    # strict=False: raw control characters (newlines) inside strings, as Tencent CKafka prints its DDL, are kept.
+    decoder = json.JSONDecoder(strict=False)
     lines = _Lines(text)
     index = 0
     pos = 0

@@ -2,14 +2,17 @@
 
 Steps (one SparkSession, JVM expressions only):
 
-1. Read the batch's raw records with an explicit schema; the format module parses them into parsed records
-   (:data:`cdclake.formats.PARSED_COLUMNS`) with an ``ok`` / ``skip`` / ``quarantine`` status.
-2. One aggregation brings each table's distinct schemas and a sample key to the driver; the table's columns come
-   from the message schema, else from the existing Iceberg table, else from JSON inference over its images. Its
-   key comes from the message key, else a declared key (:class:`cdclake.keys.KeySpec`), else the existing table.
-3. Each table's records are typed (:func:`canonical_records`) and written to
-   ``<lake>/staging/<source>/<batch id>/<table id>/``; a table without a key, a change without key values, or a
-   schema cdclake cannot map goes to quarantine with the reason.
+1. Read the batch's raw records with an explicit schema; the format parses them in one pass into parsed records
+   (:data:`cdclake.formats.PARSED_COLUMNS`) with an ``ok`` / ``skip`` / ``ddl`` / ``quarantine`` status.
+2. DDL records (rare) are interpreted on the driver (:mod:`cdclake.schema_changes`): keys and types learned from
+   CREATE/ALTER TABLE, truncates turned into ``t`` changes, the rest skipped or quarantined with a reason.
+3. One aggregation brings each table's distinct schemas and a sample key to the driver; the table's columns come
+   from the message schema, else from DDL, else from the existing Iceberg table; columns the images carry beyond
+   those are inferred (JVM JSON inference). Its key comes from the message key or ``pkNames``, else a CREATE TABLE,
+   else a declared key (:class:`cdclake.keys.KeySpec`), else the existing table.
+4. Each table's records are typed (:func:`canonical_records`) and written to
+   ``<lake>/staging/<source>/<batch id>/<table id>/``; a table without a key, a change without key values, a value
+   that does not convert to its column's type, or a schema cdclake cannot map goes to quarantine with the reason.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ from pyspark.sql.types import (
 from cdclake import quarantine
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
 from cdclake.exceptions import SchemaError
-from cdclake.formats import Normalizer, get_normalizer
+from cdclake.formats import get_normalizer, key_columns, table_columns
+from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
-from cdclake.formats.debezium import parse_json_schema
+from cdclake.schema_changes import Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths
 from cdclake.records import position
@@ -91,6 +95,9 @@ def staging_dir(settings: LakeSettings, source: str, batch_id: str) -> Path:
 def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, source: str, fmt: str) -> DataFrame:
     """Type one table's parsed records into canonical change records (pure; see :mod:`cdclake.records`).
 
+    An update whose before image has another primary-key value than its after image (canal/DRS/CKafka report a key
+    change that way) becomes a delete of the old key and an upsert of the new one, at the same position.
+
     Args:
         parsed: Parsed records of one table with status ``ok``.
         typing: The table's columns and key.
@@ -99,38 +106,68 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         fmt: Format name.
 
     Returns:
-        Canonical records, plus a boolean ``_key_ok`` (false when a key column has no value).
+        Canonical records, plus ``_key_ok`` (false when a key column has no value) and ``_cast_error`` (null, or
+        which values did not convert to their column's type).
     """
     as_text = StructType([StructField(c.name, StringType()) for c in typing.columns])
     by_name = {c.name: c for c in typing.columns}
-    after_raw = F.from_json(F.col("after_text"), as_text)
-    before_raw = F.from_json(F.col("before_text"), as_text)
+    staged = parsed.select(
+        "*",
+        F.from_json(F.col("after_text"), as_text).alias("_ar"),
+        F.from_json(F.col("before_text"), as_text).alias("_br"),
+        F.from_json(F.col("key_text"), StructType([StructField(k, StringType()) for k in typing.key])).alias("_kr"),
+    )
+    after_raw, before_raw, key_raw = F.col("_ar"), F.col("_br"), F.col("_kr")
+
+    def value(raw: Column, c: ColumnType) -> Column:
+        return F.when(raw[c.name].isin(*_PLACEHOLDERS), F.lit(None)).otherwise(raw[c.name])
 
     def image(raw: Column, text: Column) -> Column:
-        values = [
-            c.convert(F.when(raw[c.name].isin(*_PLACEHOLDERS), F.lit(None)).otherwise(raw[c.name])).alias(c.name)
-            for c in typing.columns
-        ]
+        values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]
         return F.when(text.isNull(), F.lit(None)).otherwise(F.struct(*values))
 
-    key_raw = F.from_json(F.col("key_text"), StructType([StructField(k, StringType()) for k in typing.key]))
-    key_values = [
-        by_name[k].convert(F.coalesce(key_raw[k], after_raw[k], before_raw[k])).alias(k) for k in typing.key
-    ]
-    key_struct = F.struct(*key_values) if key_values else F.lit(None)
+    key_text = [F.coalesce(key_raw[k], after_raw[k], before_raw[k]) for k in typing.key]
     key_ok = F.lit(True)
+    for text in key_text:
+        key_ok = key_ok & text.isNotNull()
+    before_key_ok = F.lit(bool(typing.key))
     for k in typing.key:
-        key_ok = key_ok & F.coalesce(key_raw[k], after_raw[k], before_raw[k]).isNotNull()
+        before_key_ok = before_key_ok & before_raw[k].isNotNull()
+    staged = staged.select(
+        "*",
+        image(before_raw, F.col("before_text")).alias("_before"),
+        image(after_raw, F.col("after_text")).alias("_after"),
+        (F.struct(*[by_name[k].convert(t).alias(k) for k, t in zip(typing.key, key_text)])
+         if typing.key else F.lit(None)).alias("_key"),
+        (F.struct(*[by_name[k].convert(before_raw[k]).alias(k) for k in typing.key])
+         if typing.key else F.lit(None)).alias("_before_key"),
+        ((F.col("op") == "t") | key_ok).alias("_key_ok"),
+    )
+    failures = [
+        F.when(value(raw, c).isNotNull() & typed[c.name].isNull(),
+               F.concat(F.lit(f"{side} column {c.name} ({c.data_type.simpleString()}): "),
+                        F.to_json(F.array(F.substring(raw[c.name], 1, 200)))))
+        for side, raw, typed in (("after", after_raw, F.col("_after")), ("before", before_raw, F.col("_before")))
+        for c in typing.columns
+    ]
+    cast_error = F.concat_ws("; ", *failures) if failures else F.lit("")
+    staged = staged.withColumn(
+        "_cast_error", F.when(cast_error != "", F.concat(F.lit("value does not convert to the column type: "),
+                                                         cast_error)))
+    key_change = (F.col("op") == "u") & before_key_ok & (F.col("_before_key") != F.col("_key"))
+    staged = staged.withColumn("_part", F.explode(F.when(key_change, F.array(F.lit(1), F.lit(2)))
+                                                  .otherwise(F.array(F.lit(0)))))
+    old_key_delete = F.col("_part") == 1
     unavailable = F.filter(
         F.array(*[F.when(after_raw[c.name].isin(*_PLACEHOLDERS), F.lit(c.name)) for c in typing.columns]),
         lambda x: x.isNotNull(),
     ) if typing.columns else F.array().cast(ArrayType(StringType()))
-    return parsed.select(
-        F.col("op"),
+    return staged.select(
+        F.when(old_key_delete, F.lit("d")).otherwise(F.col("op")).alias("op"),
         F.col("table_id"),
-        key_struct.alias("key"),
-        image(before_raw, F.col("before_text")).alias("before"),
-        image(after_raw, F.col("after_text")).alias("after"),
+        F.when(old_key_delete, F.col("_before_key")).otherwise(F.col("_key")).alias("key"),
+        F.col("_before").alias("before"),
+        F.when(old_key_delete, F.lit(None)).otherwise(F.col("_after")).alias("after"),
         position(F.col("source_pos"), F.lit(batch_id), F.col("file_index"), F.col("index"), F.col("row_index"))
         .alias("position"),
         F.col("source_ts"),
@@ -141,8 +178,9 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         F.col("input").alias("input_file"),
         F.col("line").alias("raw_line"),
         F.coalesce(F.col("offset"), F.col("byte_offset")).alias("raw_offset"),
-        unavailable.alias("unavailable"),
-        ((F.col("op") == "t") | key_ok).alias("_key_ok"),
+        F.when(old_key_delete, F.array().cast(ArrayType(StringType()))).otherwise(unavailable).alias("unavailable"),
+        F.col("_key_ok"),
+        F.col("_cast_error"),
         *[F.col(c) for c in parsed.columns if c.startswith("_q_")],
     )
 
@@ -180,9 +218,16 @@ def _existing_columns(spark: SparkSession, tid: str) -> list[ColumnType]:
     ]
 
 
-def _resolve_tables(spark: SparkSession, parsed: DataFrame, normalizer: Normalizer,
-                    keys: KeySpec) -> tuple[dict[str, TableTyping], dict[str, str]]:
-    """Work out every table's typing; tables that cannot be typed get a quarantine reason instead."""
+def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
+                    ddl: dict[str, TableDefinition]) -> tuple[dict[str, TableTyping], dict[str, str]]:
+    """Work out every table's typing; tables that cannot be typed get a quarantine reason instead.
+
+    Columns: the messages' own schemas, else what DDL in the batch declared, else the existing table; columns the
+    row images carry beyond those are inferred from the images (JVM JSON inference). Key: the message key or
+    ``pkNames``, else a CREATE TABLE in the batch, else a declared key, else the existing table's.
+    """
+    untyped_image = F.when(F.col("row_schema").isNull(),
+                           F.json_object_keys(F.coalesce("after_text", "before_text")))
     rows = (
         parsed.where(F.col("status") == "ok")
         .groupBy("table_id", F.xxhash64("row_schema").alias("h1"), F.xxhash64("key_schema").alias("h2"))
@@ -191,36 +236,43 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, normalizer: Normaliz
             F.first("key_schema", ignorenulls=True).alias("key_schema"),
             F.first("key_text", ignorenulls=True).alias("key_text"),
             F.first(F.coalesce("after_text", "before_text"), ignorenulls=True).alias("sample"),
+            F.array_distinct(F.flatten(F.collect_set(untyped_image))).alias("untyped_names"),
         )
         .collect()
     )
     by_table: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
         by_table[row["table_id"]].append(row)
+    for tid in ddl:
+        by_table.setdefault(tid, [])
     typings: dict[str, TableTyping] = {}
     problems: dict[str, str] = {}
     for tid, variants in sorted(by_table.items()):
         exists = table_exists(spark, tid)
+        declared = ddl.get(tid, TableDefinition())
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
-            columns = _merge_columns([normalizer.table_columns(s) for s in schemas if s])
+            columns = list(_merge_columns([table_columns(s) for s in schemas if s]))
             if not columns:
-                if exists:
-                    columns = tuple(_existing_columns(spark, tid))
-                else:
-                    texts = parsed.where((F.col("table_id") == tid) & (F.col("status") == "ok")).select(
-                        F.coalesce("after_text", "before_text").alias("value")).where(F.col("value").isNotNull())
-                    sample = next((v["sample"] for v in variants if v["sample"]), None)
-                    columns = tuple(_infer_columns(spark, texts, sample))
+                base = _existing_columns(spark, tid) if exists else []
+                columns = list(_merge_columns([base, list(declared.columns.values())]))
+            names = {c.name for c in columns}
+            untyped = sorted({n for v in variants for n in (v["untyped_names"] or [])} - names)
+            if untyped:
+                texts = parsed.where((F.col("table_id") == tid) & (F.col("status") == "ok")).select(
+                    F.coalesce("after_text", "before_text").alias("value")).where(F.col("value").isNotNull())
+                sample = next((v["sample"] for v in variants if v["sample"]), None)
+                inferred = _infer_columns(spark, texts, sample)
+                columns += [c for c in inferred if c.name in untyped]
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
             continue
         key: list[str] = []
         for v in variants:
-            key = normalizer.key_columns(parse_json_schema(v["key_schema"]), parse_json_schema(v["key_text"]))
+            key = key_columns(parse_json_schema(v["key_schema"]), parse_json_schema(v["key_text"]))
             if key:
                 break
-        key = key or list(keys.for_table(tid)) or (key_columns_of(spark, tid) if exists else [])
+        key = key or list(declared.key) or list(keys.for_table(tid)) or (key_columns_of(spark, tid) if exists else [])
         if not key:
             problems[tid] = (
                 f"table {tid} has no primary key: the messages carry no key; declare one with "
@@ -237,6 +289,34 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, normalizer: Normaliz
             continue
         typings[tid] = TableTyping(tuple(columns), tuple(key))
     return typings, problems
+
+
+def _apply_ddl(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Outcome]:
+    """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records."""
+    ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
+    if not ddl_rows:
+        return parsed, Outcome()
+    outcome = interpret(ddl_rows)
+    for record in outcome.records:
+        if record["status"] == "ok" and record.get("source_pos") is None:
+            record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
+            if record["source_pos"] is None:
+                record.update(status="quarantine", reason=(
+                    "TRUNCATE without a source position, and no row change in the same input file to order it "
+                    "by: land it together with the changes around it"))
+    rewritten = spark.createDataFrame(outcome.records, schema=parsed.schema)
+    return parsed.where(F.col("status") != "ddl").unionByName(rewritten), outcome
+
+
+def _nearest_position(parsed: DataFrame, input_uri: str, index: int) -> str | None:
+    """The source position of the next (else the previous) positioned row change in the same input file."""
+    same_file = parsed.where((F.col("input") == input_uri) & F.col("source_pos").isNotNull()
+                             & (F.col("status") == "ok"))
+    after = same_file.where(F.col("index") > index).orderBy("index").select("source_pos").first()
+    if after is not None:
+        return after[0]
+    before = same_file.where(F.col("index") < index).orderBy(F.desc("index")).select("source_pos").first()
+    return before[0] if before is not None else None
 
 
 def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str, fmt: str,
@@ -258,14 +338,15 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
 
     normalizer = get_normalizer(fmt)
     raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, batch_id))
-    parsed = normalizer.parse(raw).persist()
+    first = normalizer.parse(raw).persist()
+    parsed = first
     try:
-        typings, problems = _resolve_tables(spark, parsed, normalizer, keys or KeySpec())
+        parsed, ddl = _apply_ddl(spark, first)
+        typings, problems = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables)
         out = staging_dir(settings, source, batch_id)
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
-        staged: dict[str, int] = {}
         rejected: list[DataFrame] = [
             parsed.where(F.col("status") == "quarantine"),
         ]
@@ -275,30 +356,39 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
             rejected.append(parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*problems))
                             .withColumn("reason", reason))
+        staged: dict[str, int] = {}
         for tid, typing in typings.items():
             records = canonical_records(
                 parsed.where((F.col("status") == "ok") & (F.col("table_id") == tid))
                 .select("*", *[F.col(c).alias(f"_q_{c}") for c in quarantine.PASSTHROUGH]),
                 typing, batch_id=batch_id, source=source, fmt=fmt,
-            )
-            keep = [c for c in records.columns if c != "_key_ok" and not c.startswith("_q_")]
-            records.where(F.col("_key_ok")).select(*keep).write.mode("overwrite").parquet(str(out / tid))
-            missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
-            rejected.append(
-                records.where(~F.col("_key_ok"))
-                .select(*[F.col(f"_q_{c}").alias(c) for c in quarantine.PASSTHROUGH])
-                .withColumn("reason", F.lit(missing_key))
-            )
+            ).persist()
+            try:
+                good = F.col("_key_ok") & F.col("_cast_error").isNull()
+                keep = [c for c in records.columns if not c.startswith("_")]
+                records.where(good).select(*keep).write.mode("overwrite").parquet(str(out / tid))
+                tally = records.agg(F.count_if(good).alias("good"), F.count_if(~good).alias("bad")).first()
+                staged[tid] = tally["good"]
+                if tally["bad"]:
+                    missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
+                    rejected.append(
+                        records.where(~good)
+                        .dropDuplicates(["_q_input", "_q_line", "_q_byte_offset", "_q_offset"])
+                        .select(*[F.col(f"_q_{c}").alias(c) for c in quarantine.PASSTHROUGH],
+                                F.when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error"))
+                                .alias("reason"))
+                        .localCheckpoint()
+                    )
+            finally:
+                records.unpersist()
         counts = {
             (r["status"], r["reason"], r["table_id"]): r["count"]
             for r in parsed.groupBy("status", "reason", "table_id").count().collect()
         }
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
-        for (status, reason, tid), n in counts.items():
-            if status == "ok" and tid in typings:
-                staged[tid] = staged.get(tid, 0) + n
-            elif status == "skip":
+        for (status, reason, _tid), n in counts.items():
+            if status == "skip":
                 skipped[reason] += n
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns]}
@@ -309,7 +399,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         log.info("normalized batch %s of %r: %s", batch_id, source, result.to_dict())
         return result
     finally:
-        parsed.unpersist()
+        first.unpersist()
 
 
 def staged_tables(settings: LakeSettings, source: str, batch_id: str) -> dict[str, dict[str, Any]]:

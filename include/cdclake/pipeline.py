@@ -10,6 +10,8 @@ they travel through Airflow XCom as JSON.
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LandResult:
@@ -195,3 +198,83 @@ def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: s
             expected_row_count=counts.rows_after, dq_root=settings.dq_root, run_id=run_id, batch_id=batch_id,
         ))
     return summaries
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """One replay batch: which quarantined messages went in and what became of them."""
+
+    source: str
+    fmt: str
+    replayed: int
+    normalized: NormalizeResult | None
+    applied: ApplyResult | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "format": self.fmt, "replayed": self.replayed,
+            "batch_id": self.normalized.batch_id if self.normalized else None,
+            "tables": {t: c.to_dict() for t, c in self.applied.tables.items()} if self.applied else {},
+            "quarantined": self.normalized.quarantined if self.normalized else 0,
+            "skipped": self.normalized.skipped if self.normalized else {},
+        }
+
+
+def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source: str | None = None,
+                      reason: str | None = None, fmt: str | None = None,
+                      keys: "KeySpec | None" = None) -> list[ReplayResult]:
+    """Re-run quarantined messages through the current code (a fixed parser, a declared key, ...).
+
+    The selected messages of each (source, format) are landed as a new batch of that source (``kcat -J`` framing,
+    keeping each message's key and Kafka offset), normalized and applied like any batch; their original
+    quarantine rows are then removed. Messages that fail again are quarantined again, under the new batch, with
+    their current reason. Changes keep their source positions, so a replayed change never overrides a newer one.
+
+    Args:
+        spark: The session.
+        settings: The lake.
+        source: Only this source's messages.
+        reason: Only messages whose reason contains this text (case-insensitive).
+        fmt: Read them as this format instead of the one they were quarantined under.
+        keys: Declared primary keys.
+    """
+    import datetime as dt
+
+    from cdclake import quarantine
+    from cdclake.landing import InputFile, land_files
+    from cdclake.quarantine import sql_literal
+    from cdclake.normalize import normalize_batch as run_normalize
+
+    name = quarantine.ensure_table(spark)
+    selected_at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    where = [f"quarantined_at <= timestamp'{selected_at}'"]
+    if source:
+        where.append(f"source = '{sql_literal(source)}'")
+    if reason:
+        where.append(f"lower(reason) LIKE '%{sql_literal(reason.lower())}%'")
+    condition = " AND ".join(where)
+    rows = spark.sql(f"SELECT * FROM {name} WHERE {condition} ORDER BY source, batch_id, input, line, "
+                     "byte_offset, kafka_offset").collect()
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        groups.setdefault((row["source"], fmt or row["format"]), []).append(row)
+    results = []
+    for (src, group_fmt), members in groups.items():
+        lines = [json.dumps({"topic": f"cdclake-replay:{r['input']}", "partition": 0,
+                             "offset": r["kafka_offset"] if r["kafka_offset"] is not None else r["line"],
+                             "key": r["raw_key"], "payload": r["raw_value"]}, ensure_ascii=False)
+                 for r in members]
+        batches = sorted({r["batch_id"] for r in members})
+        uri = f"quarantine-replay://{src}/{batches[0]}-{batches[-1]}/{selected_at.replace(' ', 'T')}"
+        batch_id, _, _, _ = land_files(settings, source=src, framing="kcat",
+                                       files=[InputFile(uri, ("\n".join(lines) + "\n").encode("utf-8"))])
+        normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys)
+        applied = apply_batch(spark, settings, source=src, batch_id=batch_id)
+        in_batches = ", ".join(f"'{sql_literal(b)}'" for b in batches)
+        same_format = "" if fmt else f" AND format = '{sql_literal(group_fmt)}'"
+        spark.sql(f"DELETE FROM {name} WHERE {condition} AND source = '{sql_literal(src)}' "
+                  f"AND batch_id IN ({in_batches}) AND batch_id <> '{sql_literal(batch_id)}'{same_format}")
+        log.info("replayed %d quarantined message(s) of %r as batch %s: %d quarantined again", len(members), src,
+                 batch_id, normalized.quarantined)
+        results.append(ReplayResult(src, group_fmt, len(members), normalized, applied))
+    return results

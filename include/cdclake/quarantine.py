@@ -83,7 +83,7 @@ def record(spark: "SparkSession", frames: Sequence["DataFrame"], *, source: str,
             F.col("value").alias("raw_value"),
         )
         rows = shaped if rows is None else rows.unionByName(shaped)
-    spark.sql(f"DELETE FROM {name} WHERE source = '{_sql(source)}' AND batch_id = '{_sql(batch_id)}'")
+    spark.sql(f"DELETE FROM {name} WHERE source = '{sql_literal(source)}' AND batch_id = '{sql_literal(batch_id)}'")
     if rows is None:
         return 0
     rows = rows.persist()
@@ -98,5 +98,6 @@ def record(spark: "SparkSession", frames: Sequence["DataFrame"], *, source: str,
         rows.unpersist()
 
 
-def _sql(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """Text as the inside of a SQL string literal."""
     return text.replace("'", "''")

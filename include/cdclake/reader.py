@@ -89,3 +89,32 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
     key = [k for k in table.properties.get(KEY_COLUMNS_PROPERTY, "").split(",") if k] or names[:1]
     rows.sort(key=lambda r: tuple(_sort_key(r[k]) for k in key))
     return [{n: render(r[n]) for n in names} for r in rows]
+
+
+def quarantine_rows(settings: LakeSettings, *, source: str | None = None, batch_id: str | None = None,
+                    reason: str | None = None) -> list[dict[str, Any]]:
+    """The quarantine's messages (oldest batch first), optionally filtered; reasons match case-insensitively."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    from cdclake.quarantine import TABLE
+
+    if not _catalog_exists(settings):
+        return []
+    try:
+        table = pyiceberg_catalog(settings).load_table(TABLE)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return []
+    rows = table.scan().to_arrow().to_pylist()
+    wanted = [
+        r for r in rows
+        if (source is None or r["source"] == source) and (batch_id is None or r["batch_id"] == batch_id)
+        and (reason is None or reason.lower() in (r["reason"] or "").lower())
+    ]
+    wanted.sort(key=lambda r: (r["source"], r["batch_id"], r["input"] or "", _sort_key(r["line"]),
+                               _sort_key(r["byte_offset"]), _sort_key(r["kafka_offset"])))
+    return [{
+        "source": r["source"], "format": r["format"], "batch_id": r["batch_id"], "table_id": r["table_id"],
+        "reason": r["reason"], "input_file": r["input"], "line": r["line"], "byte_offset": r["byte_offset"],
+        "kafka_offset": r["kafka_offset"], "key": r["raw_key"], "value": r["raw_value"],
+        "quarantined_at": render(r["quarantined_at"]),
+    } for r in wanted]

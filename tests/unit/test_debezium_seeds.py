@@ -68,8 +68,7 @@ CUSTOMER_ROW = StructType([
 ID_KEY = StructType([StructField("id", IntegerType())])
 MESSAGE_SKIP = "logical decoding message (op=m)"
 KEY_NOT_JSON = "message key is not valid JSON"
-DDL_REASON = ("schema change event (DDL), not a row change: cdclake takes table schemas from the change events "
-              "and does not apply DDL")
+DDL_CREATE = "DDL CREATE TABLE: key and column types learned"
 
 
 def text(name: str) -> str:
@@ -340,7 +339,7 @@ def test_postgresql_message_events(spark, session_lake, source):
     # As a Kafka message the broken value reaches the normalizer, which quarantines it as it is.
     assert (from_kafka.input, from_kafka.line, from_kafka.kafka_offset) == (f"mem://{source}/pg_messages.kcat.jsonl",
                                                                           1, 7)
-    assert from_kafka.reason == "message value is not valid JSON (or not a JSON object)"
+    assert from_kafka.reason == "message value is not valid JSON"
     assert from_kafka.raw_value == broken
     # As a document file, landing finds the broken document and says where the parser stopped.
     assert row.input == f"mem://{source}/pg_messages.json"
@@ -404,8 +403,9 @@ def test_dtle_events_as_kafka_messages(spark, session_lake, source):
     ]
     batch = land_and_normalize(spark, session_lake, source, [("dtle.kcat.jsonl", "\n".join(lines) + "\n")])
 
-    assert batch.result.tables == {"inventory.customers": 1}
-    assert (batch.result.quarantined, batch.result.skipped) == (2, {})
+    # The snapshot DDL (CREATE TABLE `a` in database `a`) creates that table, empty, with its key.
+    assert batch.result.tables == {"a.a": 0, "inventory.customers": 1}
+    assert (batch.result.quarantined, batch.result.skipped) == (1, {DDL_CREATE: 1})
     schema, (row,) = staged(spark, session_lake, batch, "inventory.customers")
     assert schema["key"].dataType == ID_KEY
     assert schema["after"].dataType == CUSTOMER_ROW
@@ -423,11 +423,11 @@ def test_dtle_events_as_kafka_messages(spark, session_lake, source):
     assert row.source_ts_ms == body["ts_ms"] == 1486500577691
     assert (row.raw_line, row.raw_offset) == (1, 0)
 
-    broken, ddl = quarantined(spark, batch)
+    (broken,) = quarantined(spark, batch)
     assert (broken.reason, broken.line, broken.kafka_offset) == (KEY_NOT_JSON, 2, 1)
     assert (broken.table_id, broken.raw_key) == ("inventory.customers", text("dtle_key_missing_comma.json"))
-    assert (ddl.reason, ddl.line, ddl.kafka_offset, ddl.table_id, ddl.raw_key) == (DDL_REASON, 3, 2, None, None)
-    assert ddl.raw_value == text("dtle_ddl.json")
+    _, created = staged(spark, session_lake, batch, "a.a")
+    assert created == []
 
 
 def test_dtle_documents(spark, session_lake, source):
@@ -437,17 +437,16 @@ def test_dtle_documents(spark, session_lake, source):
         ("dtle_key_missing_comma.json", text("dtle_key_missing_comma.json")),
     ], keys=KeySpec.parse(["inventory.customers=id"]))
 
-    assert batch.result.tables == {"inventory.customers": 1}
-    # Everything but the one change event is quarantined: the DDL message, and all of the broken key document.
-    assert batch.result.quarantined == batch.messages - 1
+    assert batch.result.tables == {"a.a": 0, "inventory.customers": 1}
+    assert batch.result.skipped == {DDL_CREATE: 1}
+    # Everything but the change event and the DDL message is quarantined: all of the broken key document.
+    assert batch.result.quarantined == batch.messages - 2
     _, (row,) = staged(spark, session_lake, batch, "inventory.customers")
     assert (row.op, row.snapshot, row.key, row.raw_line, row.raw_offset) == ("r", "true", Row(id=1004), *where[0])
     assert split_position(row.position)[0] == hex16(3) + hex16(154) + hex16(0)
 
     rows = quarantined(spark, batch)
-    ddl = next(r for r in rows if r.input == f"mem://{source}/dtle_values.json")
-    assert (ddl.reason, ddl.line, ddl.byte_offset, ddl.table_id) == (DDL_REASON, *where[1], None)
-    assert ddl.raw_value == text("dtle_ddl.json").strip()
+    assert not [r for r in rows if r.input == f"mem://{source}/dtle_values.json"]
     first = next(r for r in rows if r.input == f"mem://{source}/dtle_key_missing_comma.json" and r.line == 1)
     error = json_error(text("dtle_key_missing_comma.json"))
     assert first.reason == (f"unframed message: invalid JSON: {error.msg}: "

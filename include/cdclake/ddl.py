@@ -1,0 +1,875 @@
+"""DDL statements found in change streams, parsed into plain events (no Spark).
+
+CDC tools forward schema changes as SQL text: canal and Huawei DRS put it in the ``sql`` field, Tencent CKafka's
+canal format in its DDL messages (raw newlines and all), dtle and Debezium in the ``ddl`` field of their
+schema-change topic. The normalizers read that text to learn a table's columns and primary key (a
+``CREATE TABLE`` is often the only place a keyless format names the key) and to notice drops, renames and
+truncates.
+
+Parsing is done by sqlglot, a real SQL parser, in the source's dialect (see :func:`dialect_for`). Where sqlglot
+gives up on a statement that is still plain DDL, a narrow token-level fallback takes over; each one is named in
+the docstring of the function that does it:
+
+- MySQL ``RENAME TABLE a TO b, c TO d`` and Oracle ``RENAME a TO b`` (sqlglot keeps these as an opaque command).
+- ``CREATE TABLE`` whose trailing table options sqlglot does not know (MySQL ``PARTITION BY HASH(..)
+  PARTITIONS n``, Oracle ``SEGMENT CREATION .. TABLESPACE ..``): the statement is re-parsed up to the end of its
+  column list, since options after it cannot change columns or keys. Oracle's constraint states
+  (``NOT NULL ENABLE``, ``USING INDEX .. ENABLE``, as ``DBMS_METADATA`` prints them) are dropped first.
+- ``ALTER TABLE`` actions sqlglot does not know: MySQL ``ADD [COLUMN] (a int, b int)``, Oracle
+  ``MODIFY (c NUMBER(12))`` / ``MODIFY c NUMBER(12)`` / ``DROP (c, d)``, MySQL ``RENAME AS u``. Column
+  definitions inside them are still parsed by sqlglot. An action that could touch columns or keys and is still
+  not understood raises :class:`DdlError` rather than being skipped.
+- PostgreSQL ``ALTER TABLE t RENAME a TO b`` (a column rename), which sqlglot reads as a table rename, is
+  corrected (:func:`_alter_actions`).
+
+Column types are reported as written in the statement (``numeric(12,4)`` stays ``numeric``, not sqlglot's
+``DECIMAL``), lower-cased, with MySQL 8's own normalization of integer display widths (see :class:`DdlColumn`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, SqlglotError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from cdclake.exceptions import CdclakeError
+
+__all__ = ["DIALECTS", "KINDS", "DdlColumn", "DdlError", "DdlEvent", "dialect_for", "parse_ddl"]
+
+DIALECTS = ("mysql", "postgres", "tsql", "oracle")
+"""The sqlglot dialects :func:`parse_ddl` accepts."""
+
+KINDS = (
+    "create_table",
+    "alter_table",
+    "drop_table",
+    "rename_table",
+    "truncate",
+    "create_database",
+    "drop_database",
+    "create_index",
+    "drop_index",
+    "other",
+)
+"""Every value of :attr:`DdlEvent.kind`."""
+
+_SNIPPET_CHARS = 80
+_DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)")
+_SYNTHETIC_TABLE = "_cdclake_ddl_columns"
+
+# Statements that are DDL (or forwarded with it) but describe nothing this module tracks: reported as "other".
+_OTHER_VERBS = frozenset({"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "COMMENT", "RENAME", "TRUNCATE"})
+# Words after a type name that still belong to the type (``int unsigned``, ``timestamp with time zone``).
+_TYPE_SUFFIX_WORDS = frozenset({"UNSIGNED", "SIGNED", "ZEROFILL", "VARYING", "PRECISION"})
+_TYPE_SUFFIX_PHRASES = (("WITH", "LOCAL", "TIME", "ZONE"), ("WITH", "TIME", "ZONE"), ("WITHOUT", "TIME", "ZONE"))
+_INTERVAL_WORDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "TO"})
+# ALTER TABLE actions that begin with one of these may change columns or keys; the rest (ENGINE=, ALGORITHM=,
+# CONVERT TO ..) cannot, so an unknown one of them is skipped instead of failing the statement.
+_COLUMN_VERBS = frozenset({"ADD", "DROP", "MODIFY", "CHANGE", "ALTER", "RENAME"})
+# ... unless the verb is followed by one of these: partitions, indexes and non-key constraints.
+_NON_COLUMN_OBJECTS = frozenset(
+    {"PARTITION", "PARTITIONING", "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "CONSTRAINT"}
+)
+_ORACLE_STATES = frozenset({"ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY"})
+
+
+class DdlError(CdclakeError):
+    """A statement is not DDL, or not DDL this module can parse."""
+
+
+@dataclass(frozen=True)
+class DdlColumn:
+    """One column definition.
+
+    Attributes:
+        name: Column name without quotes, case as written.
+        type_text: The SQL type as written, lower-cased, whitespace removed around parentheses and commas:
+            ``varchar(255)``, ``decimal(10,2)``, ``bigint unsigned``, ``timestamp with time zone``,
+            ``number(10,2)``, ``enum('a','b')`` (enum/set values keep their case). Integer display widths are
+            dropped as MySQL 8 does (``int(11) unsigned`` -> ``int unsigned``) except ``tinyint(1)``, the MySQL
+            boolean, and ``zerofill`` columns. Empty when the statement gives no type.
+        nullable: False when the definition says ``NOT NULL`` or makes the column part of the primary key.
+    """
+
+    name: str
+    type_text: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class DdlEvent:
+    """What one DDL statement (or one table of a multi-table statement) does.
+
+    Attributes:
+        kind: One of :data:`KINDS`. ``ALTER TABLE t RENAME TO u`` with no other action is a ``rename_table``;
+            with other actions it is an ``alter_table`` that also sets ``new_table``.
+        database: The qualifier written before the table (MySQL database, PostgreSQL/SQL Server/Oracle schema;
+            of a three-part name, the middle part), or None. For ``create_database``/``drop_database`` the
+            database itself.
+        table: The table name, or None (database statements, some ``other`` statements).
+        columns: ``create_table``: every column, in order.
+        primary_key: ``create_table``: the key columns (inline ``PRIMARY KEY`` or a table constraint);
+            ``alter_table``: the columns of an added primary key.
+        added: ``alter_table``: columns added.
+        dropped: ``alter_table``: names of columns dropped.
+        renamed: ``alter_table``: ``(old, new)`` column names (``RENAME COLUMN``, MySQL ``CHANGE``).
+        modified: ``alter_table``: columns whose definition changed (``MODIFY``, ``ALTER COLUMN .. TYPE``,
+            ``CHANGE``, under their new name).
+        new_database: ``rename_table`` (and renaming ``alter_table``): the target's qualifier, or None.
+        new_table: ``rename_table`` (and renaming ``alter_table``): the target table name.
+        sql: The statement text this event came from.
+    """
+
+    kind: str
+    database: str | None
+    table: str | None
+    columns: tuple[DdlColumn, ...] = ()
+    primary_key: tuple[str, ...] = ()
+    added: tuple[DdlColumn, ...] = ()
+    dropped: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    modified: tuple[DdlColumn, ...] = ()
+    new_database: str | None = None
+    new_table: str | None = None
+    sql: str = ""
+
+
+def dialect_for(db_type: str | None) -> str:
+    """The sqlglot dialect for a CDC tool's source database type.
+
+    Args:
+        db_type: The type as the tool names it (DRS ``"MySQL"``, ``"GaussDB Primary/Standby"``,
+            ``"Microsoft SQL Server"``, ...), case-insensitive; None means MySQL, the default of the
+            MySQL-born formats (canal, CKafka, dtle).
+
+    Returns:
+        One of :data:`DIALECTS`.
+
+    Raises:
+        DdlError: A database type with no SQL dialect here (e.g. MongoDB).
+    """
+    if db_type is None or not db_type.strip():
+        return "mysql"
+    lowered = " ".join(db_type.lower().split())
+    # MySQL first: "GaussDB(for MySQL)" / "TaurusDB" speak MySQL, the other GaussDB editions PostgreSQL.
+    if any(word in lowered for word in ("mysql", "mariadb", "taurus", "tidb")):
+        return "mysql"
+    if any(word in lowered for word in ("postgres", "gauss")):
+        return "postgres"
+    if "oracle" in lowered:
+        return "oracle"
+    if any(word in lowered for word in ("sql server", "sqlserver", "mssql")):
+        return "tsql"
+    raise DdlError(
+        f"database type {db_type!r} has no SQL dialect here (known: MySQL, PostgreSQL/GaussDB, Oracle, SQL Server)"
+    )
+
+
+def parse_ddl(sql: str, dialect: str = "mysql") -> list[DdlEvent]:
+    """Parse DDL text into events, one per statement.
+
+    Statements are separated by ``;``. A statement naming several tables (``RENAME TABLE a TO b, c TO d``,
+    ``DROP TABLE a, b``, ``TRUNCATE a, b``) gives one event per table.
+
+    Args:
+        sql: One or more DDL statements.
+        dialect: One of :data:`DIALECTS`; :func:`dialect_for` maps a source database type to it.
+
+    Returns:
+        The events, in statement order.
+
+    Raises:
+        DdlError: Unknown dialect, empty text, text that does not parse, or a statement that is not DDL
+            (a query, DML). The message is one line and quotes the start of the statement.
+    """
+    if dialect not in DIALECTS:
+        raise DdlError(f"DDL dialect {dialect!r} is not supported (expected one of {', '.join(DIALECTS)})")
+    if not sql or not sql.strip():
+        raise DdlError("DDL text is empty")
+    statements = _split_statements(sql, dialect)
+    if not statements:
+        raise DdlError(f"no SQL statement in DDL text {_snippet(sql)!r}")
+    events: list[DdlEvent] = []
+    for statement in statements:
+        events.extend(_parse_statement(statement, dialect))
+    return events
+
+
+# --- sqlglot plumbing ---------------------------------------------------------------------------------------
+
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("cdclake_ddl_quiet", default=False)
+
+
+class _QuietWhileParsing(logging.Filter):
+    """Drops sqlglot's log records emitted by this module's own calls (and only those).
+
+    sqlglot logs every statement it keeps as an opaque command at WARNING; this module handles those itself,
+    so the warnings would only be noise in job logs. Other users of sqlglot in the process keep their logging.
+    """
+
+    cdclake_ddl_quiet = True  # found again by _install_log_filter when this module is re-imported
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _QUIET.get()
+
+
+def _install_log_filter() -> None:
+    logger = logging.getLogger("sqlglot")
+    if not any(getattr(f, "cdclake_ddl_quiet", False) for f in logger.filters):
+        logger.addFilter(_QuietWhileParsing())
+
+
+_install_log_filter()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A statement's text with its tokens; tokens carry character offsets into ``text``."""
+
+    text: str
+    tokens: tuple[Token, ...]
+    by_start: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, text: str, dialect: str) -> "_Source":
+        tokens = tuple(_tokenize(text, dialect))
+        return cls(text, tokens, {tok.start: i for i, tok in enumerate(tokens)})
+
+    def span(self, first: int, last: int) -> str:
+        """Source text of tokens ``first..last`` (inclusive)."""
+        return self.text[self.tokens[first].start : self.tokens[last].end + 1]
+
+    def word(self, index: int) -> str:
+        """Upper-cased text of a token, or "" past the end."""
+        return self.tokens[index].text.upper() if 0 <= index < len(self.tokens) else ""
+
+
+def _tokenize(text: str, dialect: str) -> list[Token]:
+    try:
+        with _quiet():
+            return Dialect.get_or_raise(dialect).tokenize(text)
+    except TokenError as err:
+        reason = str(err).splitlines()[0] if str(err) else "cannot tokenize"
+        raise DdlError(f"cannot parse {dialect} DDL: {reason} in {_snippet(text)!r}") from err
+
+
+def _parse(src: _Source, dialect: str) -> exp.Expr:
+    """Parse one statement with sqlglot. Raises ParseError."""
+    with _quiet():
+        trees = Dialect.get_or_raise(dialect).parser().parse(list(src.tokens), src.text)
+    trees = [tree for tree in trees if tree is not None]
+    if len(trees) != 1:
+        raise ParseError(f"expected one statement, got {len(trees)}")
+    return trees[0]
+
+
+def _try_parse(text: str, dialect: str) -> tuple[exp.Expr, _Source] | None:
+    try:
+        src = _Source.of(text, dialect)
+        return _parse(src, dialect), src
+    except (SqlglotError, DdlError):
+        return None
+
+
+def _parse_error_reason(err: ParseError) -> str:
+    if err.errors:
+        first = err.errors[0]
+        return f"{first.get('description', 'syntax error')} at line {first.get('line')}, col {first.get('col')}"
+    return str(err).splitlines()[0] if str(err) else "syntax error"
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET_CHARS else flat[:_SNIPPET_CHARS] + "..."
+
+
+def _split_statements(sql: str, dialect: str) -> list[str]:
+    """Statement texts, split at ``;`` tokens (so a ``;`` inside a string or comment does not split)."""
+    statements: list[str] = []
+    current: list[Token] = []
+    for tok in [*_tokenize(sql, dialect), None]:
+        if tok is None or tok.token_type == TokenType.SEMICOLON:
+            if current:
+                statements.append(sql[current[0].start : current[-1].end + 1])
+            current = []
+        else:
+            current.append(tok)
+    return statements
+
+
+# --- statements -----------------------------------------------------------------------------------------------
+
+
+def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
+    src = _Source.of(text, dialect)
+    try:
+        tree = _parse(src, dialect)
+    except ParseError as err:
+        salvaged = _salvage(src, dialect)
+        if salvaged is None:
+            raise DdlError(f"cannot parse {dialect} DDL: {_parse_error_reason(err)} in {_snippet(text)!r}") from err
+        return salvaged
+    return _events(tree, src, dialect)
+
+
+def _events(tree: exp.Expr, src: _Source, dialect: str) -> list[DdlEvent]:
+    if isinstance(tree, exp.Create):
+        return [_create_event(tree, src, dialect)]
+    if isinstance(tree, exp.Alter):
+        return [_alter_event(tree, src, dialect)]
+    if isinstance(tree, exp.Drop):
+        return _drop_events(tree, src.text)
+    if isinstance(tree, exp.TruncateTable):
+        return [_table_event("truncate", table, src.text) for table in tree.expressions]
+    if isinstance(tree, exp.Command):
+        return _command_events(tree, src, dialect)
+    if isinstance(tree, exp.Use):
+        database = tree.this.name if tree.this is not None else ""
+        return [DdlEvent("other", database or None, None, sql=src.text)]
+    if isinstance(tree, exp.Comment) or type(tree).__name__ in ("Grant", "Revoke"):
+        return [DdlEvent("other", None, None, sql=src.text)]
+    raise DdlError(f"not a DDL statement ({src.word(0) or type(tree).__name__.upper()}): {_snippet(src.text)!r}")
+
+
+def _qualifier(table: exp.Expr) -> str | None:
+    db = table.args.get("db") if isinstance(table, exp.Table) else None
+    return db.name if db is not None and db.name else None
+
+
+def _table_event(kind: str, table: exp.Expr, sql: str) -> DdlEvent:
+    return DdlEvent(kind, _qualifier(table), table.name or None, sql=sql)
+
+
+def _database_event(kind: str, target: exp.Expr, sql: str) -> DdlEvent:
+    # MySQL's CREATE DATABASE d parses to Table(this=d); PostgreSQL's CREATE SCHEMA s to Table(db=s).
+    name = target.name or _qualifier(target)
+    return DdlEvent(kind, name, None, sql=sql)
+
+
+def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
+    kind = (tree.args.get("kind") or "").upper()
+    target = tree.this
+    if kind in ("DATABASE", "SCHEMA"):
+        return _database_event("create_database", target, src.text)
+    if kind == "INDEX" and isinstance(target, exp.Index):
+        table = target.args.get("table")
+        if table is None:
+            return DdlEvent("create_index", None, None, sql=src.text)
+        return _table_event("create_index", table, src.text)
+    if kind != "TABLE":
+        table = target.this if isinstance(target, exp.Schema) else target
+        return DdlEvent("other", _qualifier(table), table.name or None, sql=src.text)
+    if not isinstance(target, exp.Schema):  # CREATE TABLE .. LIKE / AS SELECT: no column list to read
+        return _table_event("create_table", target, src.text)
+    columns, key = _schema_columns(target, src, dialect)
+    return DdlEvent(
+        "create_table", _qualifier(target.this), target.this.name, columns=columns, primary_key=key, sql=src.text
+    )
+
+
+def _schema_columns(schema: exp.Schema, src: _Source, dialect: str) -> tuple[tuple[DdlColumn, ...], tuple[str, ...]]:
+    """Columns and primary key of a CREATE TABLE column list; key columns are marked NOT NULL."""
+    columns: list[DdlColumn] = []
+    inline_key: list[str] = []
+    table_key: list[str] = []
+    for element in schema.expressions:
+        if isinstance(element, exp.ColumnDef):
+            columns.append(_column(element, src, dialect))
+            if _has_inline_primary_key(element):
+                inline_key.append(element.name)
+        else:
+            table_key.extend(_constraint_key(element))
+    key = tuple(dict.fromkeys(table_key or inline_key))
+    columns = [replace(c, nullable=False) if c.name in key else c for c in columns]
+    return tuple(columns), key
+
+
+def _has_inline_primary_key(column: exp.ColumnDef) -> bool:
+    return any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in column.constraints)
+
+
+def _constraint_key(element: exp.Expr) -> list[str]:
+    """Key columns of a table-level PRIMARY KEY (named or not, SQL Server CLUSTERED or not), else []."""
+    if isinstance(element, exp.PrimaryKey):
+        return [_key_column_name(e) for e in element.expressions]
+    if isinstance(element, exp.Constraint):
+        parts = element.expressions
+        if any(isinstance(p, exp.PrimaryKey) for p in parts):
+            return [name for p in parts if isinstance(p, exp.PrimaryKey) for name in _constraint_key(p)]
+        if any(isinstance(p, exp.PrimaryKeyColumnConstraint) for p in parts):
+            # SQL Server: CONSTRAINT pk PRIMARY KEY [NON]CLUSTERED (cols) keeps the columns on the CLUSTERED part.
+            clustered = (exp.ClusteredColumnConstraint, exp.NonClusteredColumnConstraint)
+            return [_key_column_name(e) for p in parts if isinstance(p, clustered) for e in p.this]
+    return []
+
+
+def _key_column_name(element: exp.Expr) -> str:
+    # Ordered (``id DESC``) and ColumnPrefix (MySQL ``name(10)``) wrap the column; Column/Identifier name it.
+    if isinstance(element, (exp.Ordered, exp.ColumnPrefix)):
+        return _key_column_name(element.this)
+    return element.name
+
+
+def _column(column: exp.ColumnDef, src: _Source, dialect: str) -> DdlColumn:
+    not_null = any(
+        (isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null"))
+        or isinstance(c.kind, exp.PrimaryKeyColumnConstraint)
+        for c in column.constraints
+    )
+    return DdlColumn(column.name, _type_text(column.this, column.args.get("kind"), src, dialect), not not_null)
+
+
+# --- type text ---------------------------------------------------------------------------------------------------
+
+
+def _type_text(
+    name: exp.Expr, dtype: exp.DataType | None, src: _Source, dialect: str, skip: frozenset[str] = frozenset()
+) -> str:
+    """The column type as written in the statement, normalized (see :class:`DdlColumn`).
+
+    The type's tokens are the ones after the column name (after ``skip`` words such as PostgreSQL's
+    ``SET DATA TYPE``). sqlglot's own rendering of the type is the fallback when the written text cannot be
+    located or does not re-parse to the type sqlglot parsed.
+    """
+    if dtype is None:
+        return ""
+    written = _written_type(name, src, skip)
+    if written is not None and _same_type(written, dtype, dialect):
+        return _drop_display_width(written)
+    with _quiet():
+        generated = dtype.sql(dialect=dialect)
+    return _drop_display_width(_join_type_tokens(_Source.of(generated, dialect), 0, None))
+
+
+def _written_type(name: exp.Expr, src: _Source, skip: frozenset[str]) -> str | None:
+    start = name.meta.get("start") if name.meta else None
+    index = src.by_start.get(start) if start is not None else None
+    if index is None:
+        return None
+    first = index + 1
+    while src.word(first) in skip:
+        first += 1
+    if first >= len(src.tokens):
+        return None
+    return _join_type_tokens(src, first, _type_end(src, first))
+
+
+def _type_end(src: _Source, first: int) -> int:
+    """Index of the last token of the type starting at ``first``."""
+    tokens = src.tokens
+    head = src.word(first)
+    last = first
+    i = first + 1
+    while i < len(tokens):
+        if tokens[i].token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            close = _matching_close(tokens, i)
+            if close is None:
+                break
+            last = i = close
+            i += 1
+            continue
+        word = src.word(i)
+        phrase = next(
+            (p for p in _TYPE_SUFFIX_PHRASES if tuple(src.word(i + k) for k in range(len(p))) == p), None
+        )
+        if phrase:
+            last = i = i + len(phrase) - 1
+        elif word in _TYPE_SUFFIX_WORDS or (head == "INTERVAL" and word in _INTERVAL_WORDS):
+            last = i
+        else:
+            break
+        i += 1
+    return last
+
+
+def _matching_close(tokens: Sequence[Token], open_index: int) -> int | None:
+    depth = 0
+    for i in range(open_index, len(tokens)):
+        kind = tokens[i].token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _join_type_tokens(src: _Source, first: int, last: int | None) -> str:
+    """Tokens ``first..last`` joined with single spaces, none around ``( ) [ ] ,``; lower-cased but strings."""
+    out = ""
+    tight_after = ("(", "[", ",")
+    tight_before = {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.L_BRACKET, TokenType.R_BRACKET, TokenType.COMMA}
+    end = len(src.tokens) - 1 if last is None else last
+    for tok in src.tokens[first : end + 1]:
+        piece = src.text[tok.start : tok.end + 1]
+        if tok.token_type != TokenType.STRING:
+            piece = piece.lower()
+        if out and not out.endswith(tight_after) and tok.token_type not in tight_before:
+            out += " "
+        out += piece
+    return out
+
+
+def _same_type(written: str, dtype: exp.DataType, dialect: str) -> bool:
+    try:
+        with _quiet():
+            return exp.DataType.build(written, dialect=dialect) == dtype
+    except (SqlglotError, ValueError):
+        return False
+
+
+def _drop_display_width(type_text: str) -> str:
+    """``int(11) unsigned`` -> ``int unsigned``, as MySQL 8 reports it; ``tinyint(1)`` and zerofill keep theirs."""
+    match = _DISPLAY_WIDTH.match(type_text)
+    if not match or type_text.startswith("tinyint(1)") or "zerofill" in type_text.split():
+        return type_text
+    return match.group(1) + type_text[match.end() :]
+
+
+# --- ALTER TABLE ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _AlterParts:
+    """What the actions of one ALTER TABLE statement do, collected action by action."""
+
+    primary_key: list[str] = field(default_factory=list)
+    added: list[DdlColumn] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    modified: list[DdlColumn] = field(default_factory=list)
+    new_table: exp.Expr | None = None
+    other_actions: int = 0
+
+
+def _alter_event(tree: exp.Alter, src: _Source, dialect: str) -> DdlEvent:
+    table = tree.this
+    if (tree.args.get("kind") or "").upper() != "TABLE":
+        return DdlEvent("other", _qualifier(table), table.name or None, sql=src.text)
+    parts = _AlterParts()
+    for action in _alter_actions(tree):
+        _apply_action(action, src, dialect, parts)
+    return _alter_parts_event(table, parts, src.text)
+
+
+def _alter_actions(tree: exp.Alter) -> list[exp.Expr]:
+    """The actions of a parsed ALTER, with sqlglot's reading of ``RENAME a TO b`` corrected.
+
+    PostgreSQL's column rename without the COLUMN keyword comes out of sqlglot 30 as a *table* rename to ``a``
+    plus a ``TO b`` option; it is turned back into the column rename it is.
+    """
+    actions = list(tree.args.get("actions") or [])
+    to = next((o for o in tree.args.get("options") or [] if isinstance(o, exp.ToTableProperty)), None)
+    renames = [a for a in actions if isinstance(a, exp.AlterRename)]
+    if to is None or len(renames) != 1:
+        return actions
+    fixed = exp.RenameColumn(this=exp.column(renames[0].this.name), to=exp.column(to.this.name))
+    return [fixed if a is renames[0] else a for a in actions]
+
+
+def _alter_parts_event(table: exp.Expr, parts: _AlterParts, sql: str) -> DdlEvent:
+    changes = (parts.primary_key, parts.added, parts.dropped, parts.renamed, parts.modified)
+    pure_rename = parts.new_table is not None and not any(changes) and not parts.other_actions
+    new = parts.new_table
+    return DdlEvent(
+        "rename_table" if pure_rename else "alter_table",
+        _qualifier(table),
+        table.name,
+        primary_key=tuple(dict.fromkeys(parts.primary_key)),
+        added=tuple(parts.added),
+        dropped=tuple(parts.dropped),
+        renamed=tuple(parts.renamed),
+        modified=tuple(parts.modified),
+        new_database=_qualifier(new) if new is not None else None,
+        new_table=new.name if new is not None else None,
+        sql=sql,
+    )
+
+
+def _apply_action(action: exp.Expr, src: _Source, dialect: str, parts: _AlterParts) -> None:
+    """Record one parsed ALTER TABLE action; actions that change no column or key only count as "other"."""
+    if isinstance(action, exp.ColumnDef):
+        parts.added.append(_column(action, src, dialect))
+        if _has_inline_primary_key(action):
+            parts.primary_key.append(action.name)
+    elif isinstance(action, exp.Schema):  # Oracle ADD (c NUMBER, d DATE)
+        for element in action.expressions:
+            _apply_action(element, src, dialect, parts)
+    elif isinstance(action, exp.ModifyColumn):
+        column = _column(action.this, src, dialect)
+        parts.modified.append(column)
+        if action.args.get("rename_from") is not None:  # MySQL CHANGE old new type
+            parts.renamed.append((action.args["rename_from"].name, column.name))
+    elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
+        type_text = _type_text(action.this, action.args["dtype"], src, dialect, frozenset({"SET", "DATA", "TYPE"}))
+        parts.modified.append(DdlColumn(action.this.name, type_text, action.args.get("allow_null") is not False))
+    elif isinstance(action, exp.RenameColumn):
+        parts.renamed.append((action.this.name, action.args["to"].name))
+    elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+        parts.dropped.extend(column.name for column in action.args.get("tables") or [])
+    elif isinstance(action, exp.AddConstraint):
+        key = [name for constraint in action.expressions for name in _constraint_key(constraint)]
+        if key:
+            parts.primary_key.extend(key)
+        else:  # an index, unique key, foreign key or check
+            parts.other_actions += 1
+    elif isinstance(action, exp.AlterRename):
+        parts.new_table = action.this
+    elif isinstance(action, exp.Command):
+        _apply_unparsed_action(_Source.of(f"{action.this} {action.expression}", dialect), dialect, parts, src.text)
+    else:  # ALTER COLUMN .. SET DEFAULT, DROP INDEX, RENAME INDEX, DROP PRIMARY KEY, ...
+        parts.other_actions += 1
+
+
+def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, statement: str) -> None:
+    """Token-level fallback for one ALTER TABLE action sqlglot could not parse.
+
+    Understood: ``ADD [COLUMN] (defs)``, ``MODIFY [COLUMN] (defs)``, ``MODIFY [COLUMN] def``, ``DROP (names)``
+    and ``RENAME [TO|AS] name``; the column definitions themselves are parsed by sqlglot.
+
+    Raises:
+        DdlError: The action may change columns or keys but is none of the above.
+    """
+    verb, i = action.word(0), 1
+    if verb in ("ADD", "MODIFY") and action.word(i) == "COLUMN":
+        i += 1
+    parenthesized = i < len(action.tokens) and action.tokens[i].token_type == TokenType.L_PAREN
+    close = _matching_close(action.tokens, i) if parenthesized else None
+    if verb in ("ADD", "MODIFY") and close == len(action.tokens) - 1:
+        columns = _column_defs(action.span(i + 1, close - 1), dialect)
+        (parts.added if verb == "ADD" else parts.modified).extend(columns)
+        return
+    if verb == "MODIFY" and not parenthesized and i < len(action.tokens):
+        parts.modified.extend(_column_defs(action.span(i, len(action.tokens) - 1), dialect))
+        return
+    if verb == "DROP" and close == len(action.tokens) - 1:
+        names = _split_top_level(action.tokens[i + 1 : close])
+        parts.dropped.extend(_identifier_text(group) for group in names)
+        return
+    if verb == "RENAME" and action.word(i) not in ("COLUMN", "INDEX", "KEY"):
+        if action.word(i) in ("TO", "AS"):
+            i += 1
+        parts.new_table = _table_name(action.span(i, len(action.tokens) - 1), dialect)
+        return
+    if verb in _COLUMN_VERBS and action.word(1) not in _NON_COLUMN_OBJECTS:
+        raise DdlError(
+            f"cannot parse {dialect} DDL: ALTER TABLE action {_snippet(action.text)!r} may change columns or keys"
+            f" but is not understood, in {_snippet(statement)!r}"
+        )
+    parts.other_actions += 1
+
+
+def _column_defs(defs: str, dialect: str) -> list[DdlColumn]:
+    """Column definitions (``a int, b varchar(3)``) parsed by sqlglot inside a synthetic CREATE TABLE."""
+    parsed = _try_parse(f"CREATE TABLE {_SYNTHETIC_TABLE} ({defs})", dialect)
+    if parsed is None or not isinstance(parsed[0], exp.Create) or not isinstance(parsed[0].this, exp.Schema):
+        raise DdlError(f"cannot parse column definitions {_snippet(defs)!r}")
+    tree, src = parsed
+    return [_column(e, src, dialect) for e in tree.this.expressions if isinstance(e, exp.ColumnDef)]
+
+
+def _identifier_text(group: Sequence[Token]) -> str:
+    if len(group) != 1 or group[0].token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+        raise DdlError(f"expected a column name, got {_snippet(' '.join(t.text for t in group))!r}")
+    return group[0].text
+
+
+def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
+    """Token groups separated by commas outside parentheses."""
+    groups: list[list[Token]] = [[]]
+    depth = 0
+    for tok in tokens:
+        if tok.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif tok.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+        if tok.token_type == TokenType.COMMA and depth == 0:
+            groups.append([])
+        else:
+            groups[-1].append(tok)
+    return [g for g in groups if g]
+
+
+def _table_name(text: str, dialect: str) -> exp.Table:
+    try:
+        with _quiet():
+            table = sqlglot.parse_one(text, into=exp.Table, read=dialect)
+    except SqlglotError as err:
+        raise DdlError(f"expected a table name, got {_snippet(text)!r}") from err
+    if not isinstance(table, exp.Table) or not table.name:
+        raise DdlError(f"expected a table name, got {_snippet(text)!r}")
+    return table
+
+
+# --- DROP and opaque commands -------------------------------------------------------------------------------------
+
+
+def _drop_events(tree: exp.Drop, sql: str) -> list[DdlEvent]:
+    kind = (tree.args.get("kind") or "").upper()
+    targets = tree.args.get("tables") or []
+    if kind == "TABLE":
+        return [_table_event("drop_table", t, sql) for t in targets]
+    if kind in ("DATABASE", "SCHEMA"):
+        return [_database_event("drop_database", t, sql) for t in targets]
+    if kind == "INDEX":
+        on = tree.args.get("cluster")  # MySQL DROP INDEX ix ON db.t
+        if isinstance(on, exp.OnProperty) and isinstance(on.this, exp.Table):
+            return [_table_event("drop_index", on.this, sql)]
+        return [DdlEvent("drop_index", _qualifier(t), None, sql=sql) for t in targets]
+    return [DdlEvent("other", _qualifier(t), t.name or None, sql=sql) for t in targets] or [
+        DdlEvent("other", None, None, sql=sql)
+    ]
+
+
+def _command_events(tree: exp.Command, src: _Source, dialect: str) -> list[DdlEvent]:
+    """Statements sqlglot kept as an opaque command: the fallbacks, else "other" for DDL verbs."""
+    verb = str(tree.this).upper()
+    if verb == "RENAME":
+        return _rename_events(src, dialect)
+    salvaged = _salvage(src, dialect)
+    if salvaged is not None:
+        return salvaged
+    if _table_keyword_at(src) is not None and verb in ("CREATE", "ALTER"):
+        raise DdlError(f"cannot parse {dialect} DDL: sqlglot does not understand {_snippet(src.text)!r}")
+    if verb in _OTHER_VERBS:
+        return [DdlEvent("other", None, None, sql=src.text)]
+    raise DdlError(f"not a DDL statement ({verb}): {_snippet(src.text)!r}")
+
+
+def _rename_events(src: _Source, dialect: str) -> list[DdlEvent]:
+    """Token-level fallback for MySQL ``RENAME TABLE a TO b[, c TO d]`` and Oracle ``RENAME a TO b``.
+
+    sqlglot 30 keeps both as an opaque command. Each ``old TO new`` pair gives one event; the names
+    themselves are parsed by sqlglot.
+    """
+    # The tokenizer keeps everything after RENAME as one string token; tokenize that text on its own.
+    rest = _Source.of(src.text[src.tokens[0].end + 1 :], dialect) if src.tokens else src
+    first = 1 if rest.word(0) == "TABLE" else 0
+    events = []
+    for pair in _split_top_level(rest.tokens[first:]):
+        to = next((k for k, tok in enumerate(pair) if tok.text.upper() == "TO" and 0 < k < len(pair) - 1), None)
+        if to is None:
+            raise DdlError(f"cannot parse RENAME: expected 'old TO new' in {_snippet(src.text)!r}")
+        old = _table_name(rest.text[pair[0].start : pair[to - 1].end + 1], dialect)
+        new = _table_name(rest.text[pair[to + 1].start : pair[-1].end + 1], dialect)
+        events.append(
+            DdlEvent("rename_table", _qualifier(old), old.name, new_database=_qualifier(new), new_table=new.name,
+                     sql=src.text)
+        )
+    if not events:
+        raise DdlError(f"cannot parse RENAME: no table named in {_snippet(src.text)!r}")
+    return events
+
+
+def _salvage(src: _Source, dialect: str) -> list[DdlEvent] | None:
+    """Fallbacks for CREATE TABLE / ALTER TABLE statements sqlglot failed on or kept opaque; None if neither."""
+    table_at = _table_keyword_at(src)
+    if src.word(0) == "CREATE" and table_at is not None:
+        return _salvage_create_table(src, dialect)
+    if src.word(0) == "ALTER" and table_at is not None:
+        return _salvage_alter_table(src, table_at, dialect)
+    if src.word(0) == "RENAME":
+        return _rename_events(src, dialect)
+    return None
+
+
+def _table_keyword_at(src: _Source) -> int | None:
+    """Index of TABLE in ``CREATE|ALTER [modifiers] TABLE`` (at most two modifiers), else None."""
+    return next((i for i in range(1, 4) if src.word(i) == "TABLE"), None)
+
+
+def _salvage_create_table(src: _Source, dialect: str) -> list[DdlEvent] | None:
+    """Re-parse a CREATE TABLE up to the end of its column list (dropping table options sqlglot does not know).
+
+    For Oracle, constraint states and ``USING INDEX ..`` clauses are removed first as well.
+    """
+    candidates = [src]
+    if dialect == "oracle":
+        cleaned = _without_oracle_clauses(src)
+        if cleaned != src.text:
+            candidates.append(_Source.of(cleaned, dialect))
+    for candidate in candidates:
+        open_at = next((i for i, t in enumerate(candidate.tokens) if t.token_type == TokenType.L_PAREN), None)
+        close_at = _matching_close(candidate.tokens, open_at) if open_at is not None else None
+        if close_at is None:
+            continue
+        parsed = _try_parse(candidate.text[: candidate.tokens[close_at].end + 1], dialect)
+        if parsed and isinstance(parsed[0], exp.Create) and isinstance(parsed[0].this, exp.Schema):
+            event = _create_event(parsed[0], parsed[1], dialect)
+            return [replace(event, sql=src.text)]
+    return None
+
+
+def _without_oracle_clauses(src: _Source) -> str:
+    """Oracle DDL text minus ``ENABLE``/``DISABLE``/``VALIDATE``.. and ``USING INDEX ..`` up to the next , or )."""
+    keep: list[str] = []
+    cursor = 0
+    i = 0
+    tokens = src.tokens
+    while i < len(tokens):
+        word = src.word(i)
+        skip_to = None
+        starts_element = i > 0 and tokens[i - 1].token_type in (TokenType.COMMA, TokenType.L_PAREN)
+        if word in _ORACLE_STATES and tokens[i].token_type != TokenType.IDENTIFIER and not starts_element:
+            skip_to = i  # a state keyword, not a column that happens to be named ENABLE
+        elif word == "USING" and src.word(i + 1) == "INDEX":
+            skip_to = i + 1
+            depth = 0
+            while skip_to + 1 < len(tokens):
+                nxt = tokens[skip_to + 1].token_type
+                if depth == 0 and nxt in (TokenType.COMMA, TokenType.R_PAREN):
+                    break
+                depth += nxt == TokenType.L_PAREN
+                depth -= nxt == TokenType.R_PAREN
+                skip_to += 1
+        if skip_to is not None:
+            keep.append(src.text[cursor : tokens[i].start])
+            cursor = tokens[skip_to].end + 1
+            i = skip_to
+        i += 1
+    keep.append(src.text[cursor:])
+    return "".join(keep)
+
+
+def _salvage_alter_table(src: _Source, table_at: int, dialect: str) -> list[DdlEvent] | None:
+    """Parse an ALTER TABLE action by action; actions sqlglot rejects go to :func:`_apply_unparsed_action`."""
+    i = table_at + 1
+    while src.word(i) in ("IF", "EXISTS", "ONLY"):
+        i += 1
+    name_end = i
+    while src.word(name_end + 1) == "." and name_end + 2 < len(src.tokens):
+        name_end += 2
+    if i >= len(src.tokens):
+        return None
+    name_text = src.span(i, name_end)
+    table = _table_name(name_text, dialect)
+    parts = _AlterParts()
+    for group in _split_top_level(src.tokens[name_end + 1 :]):
+        action_text = src.text[group[0].start : group[-1].end + 1]
+        parsed = _try_parse(f"ALTER TABLE {name_text} {action_text}", dialect)
+        actions = _alter_actions(parsed[0]) if parsed and isinstance(parsed[0], exp.Alter) else None
+        if actions and not any(isinstance(a, exp.Command) for a in actions):
+            for action in actions:
+                _apply_action(action, parsed[1], dialect, parts)
+        else:
+            _apply_unparsed_action(_Source.of(action_text, dialect), dialect, parts, src.text)
+    return [_alter_parts_event(table, parts, src.text)]

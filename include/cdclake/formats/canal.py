@@ -1,0 +1,151 @@
+"""canal flat messages, and the dialects built on them: Huawei DRS (MySQL and GaussDB/PostgreSQL/Oracle/SQL Server
+variants) and Tencent CKafka's canal-format DDL.
+
+A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, sqlType, mysqlType | columnType,
+[dbType], data: [row, ...], old: [row, ...]}`` with every value a string (or null). Mapping:
+
+- one canonical change per row of ``data`` (``old`` for a DELETE that carries its rows there, as DRS documents);
+  the row index orders the rows of one message.
+- ``type`` (or ``opType``): INSERT -> c, UPDATE -> u, DELETE -> d, INIT (DRS full sync) -> r with snapshot
+  ``init``. ``isDdl`` true or a DDL type (CREATE, ALTER, ERASE, RENAME, QUERY, TRUNCATE, CINDEX, DINDEX, DDL,
+  INIT_DDL) -> a DDL record carrying ``sql``.
+- images: after = ``data[i]``; for an UPDATE, before = ``data[i]`` overlaid with ``old[i]`` (canal's ``old`` holds
+  only the changed columns, DRS's the whole row: both give the full before image); for a DELETE, before = the row.
+- types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
+  with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
+- key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
+- table: ``schema`` (relational variant) else ``database``, and ``table``.
+- source position: ``id`` (monotonically increasing per task in DRS; canal's message id, increasing per canal batch);
+  ``id`` 0 (CKafka's DDL) means none. ``source_ts``: ``es`` (milliseconds, or seconds for CKafka's DDL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType, StringType
+
+from cdclake.formats.common import null_string, epoch_timestamp, table_id
+from cdclake.formats.connect import ColumnType
+from cdclake.formats.message import Rule, Shape
+from cdclake.records import hex_segment
+
+DML_TYPES = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
+DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX", "DDL", "INIT_DDL")
+_MAP = MapType(StringType(), StringType())
+
+
+def _type(j: Column) -> Column:
+    return F.upper(F.trim(F.coalesce(j["type"], j["opType"])))
+
+
+def _is_ddl(j: Column) -> Column:
+    return (F.lower(F.trim(j["isDdl"])) == "true") | _type(j).isin(*DDL_TYPES)
+
+
+def dialect(db_type: Column) -> Column:
+    """The SQL dialect of a DRS ``dbType`` (MySQL when absent)."""
+    t = F.lower(F.coalesce(db_type, F.lit("mysql")))
+    return (F.when(t.contains("gauss") | t.contains("postgre"), F.lit("postgres"))
+            .when(t.contains("oracle"), F.lit("oracle"))
+            .when(t.contains("sql server") | t.contains("sqlserver"), F.lit("tsql"))
+            .otherwise(F.lit("mysql")))
+
+
+def _namespace(j: Column) -> Column:
+    schema = F.when(~F.trim(j["schema"]).startswith("{"), F.nullif(F.trim(j["schema"]), F.lit("")))
+    return F.coalesce(schema, F.nullif(F.trim(j["database"]), F.lit("")))
+
+
+def overlay(row: Column, old: Column) -> Column:
+    """JSON text of ``row`` with the columns present in ``old`` replaced by their ``old`` values."""
+    new_map = F.from_json(row, _MAP)
+    old_map = F.from_json(old, _MAP)
+    kept = F.map_filter(new_map, lambda k, v: ~F.array_contains(F.map_keys(old_map), k))
+    return F.to_json(F.map_concat(kept, old_map))
+
+
+def _rows(j: Column) -> Column:
+    return F.when(_type(j) == "DELETE", F.coalesce(j["data"], j["old"])).otherwise(j["data"])
+
+
+def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
+    kind = _type(j)
+    op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
+    old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index), F.element_at(j["old"], row_index + 1))
+    namespace = _namespace(j)
+    id_ = F.trim(j["id"])
+    types = F.coalesce(j["mysqlType"], j["columnType"], F.lit("null"))
+    row_schema = F.concat(
+        F.lit('{"sqltypes":{"dialect":"'), dialect(j["dbType"]), F.lit('","types":'), types,
+        F.lit(',"codes":'), F.coalesce(j["sqlType"], F.lit("null")), F.lit("}}"))
+    ddl_context = F.to_json(F.struct(dialect(j["dbType"]).alias("dialect"), namespace.alias("namespace"),
+                                     j["table"].alias("table")))
+    pk = F.trim(j["pkNames"])
+    return {
+        "table_id": table_id(namespace, j["table"]),
+        "op": op,
+        "source_pos": F.when(id_.rlike(r"^\d+$") & (id_.cast("decimal(20,0)") > 0), hex_segment(id_)),
+        "source_ts": epoch_timestamp(j["es"]),
+        "snapshot": F.when(kind == "INIT", F.lit("init")),
+        "key_text": null_string(),
+        "before_text": F.when(op == "d", row).when((op == "u") & old_row.isNotNull(), overlay(row, old_row)),
+        "after_text": F.when(op.isin("c", "u", "r"), row),
+        "row_schema": F.when(_is_ddl(j), ddl_context).otherwise(row_schema),
+        "key_schema": F.when(pk.startswith("["), F.concat(F.lit('{"pkNames":'), pk, F.lit("}"))),
+        "ddl": F.when(_is_ddl(j), j["sql"]),
+    }
+
+
+def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
+    kind = _type(j)
+    return [
+        (_is_ddl(j) & (F.trim(F.coalesce(j["sql"], F.lit(""))) == ""),
+         F.concat(F.lit("DDL message (type "), F.coalesce(kind, F.lit("?")), F.lit(") without sql")), "quarantine"),
+        (_is_ddl(j), F.lit("ddl"), "ddl"),
+        (kind.isNull(), F.lit("missing field type"), "quarantine"),
+        (cols["op"].isNull(),
+         F.concat(F.lit("unknown type '"), kind, F.lit("' (expected INSERT, UPDATE, DELETE, INIT or a DDL type)")),
+         "quarantine"),
+        (cols["table_id"].isNull(), F.lit("missing field table"), "quarantine"),
+        (row.isNull(), F.concat(F.lit("type "), kind, F.lit(" without rows: data (or old) is null or empty")),
+         "quarantine"),
+        (~F.trim(row).startswith("{"), F.lit("a row of data/old is not a JSON object"), "quarantine"),
+        (cols["source_pos"].isNull(), F.lit("no source position: field id is missing or not a positive integer"),
+         "quarantine"),
+    ]
+
+
+SHAPE = Shape(
+    name="canal",
+    detect=lambda j: j["coll"].isNull() & (
+        j["data"].isNotNull() | j["old"].isNotNull() | j["isDdl"].isNotNull() | j["mysqlType"].isNotNull()
+        | j["columnType"].isNotNull() | j["pkNames"].isNotNull() | j["sqlType"].isNotNull()
+        | (j["type"].isNotNull() & j["table"].isNotNull())),
+    columns=_columns,
+    rules=_rules,
+    rows=_rows,
+)
+
+
+def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
+    """Columns from a canal message's type maps (``{"dialect", "types", "codes"}``), in the message's order."""
+    from cdclake.formats.sqltypes import column_type
+
+    types = spec.get("types") if isinstance(spec.get("types"), dict) else {}
+    dialect_name = str(spec.get("dialect") or "mysql")
+    # DRS's relational variant numbers its sqlType codes its own way (e.g. 16 for a timestamp): JDBC codes only
+    # for MySQL.
+    codes = spec.get("codes") if isinstance(spec.get("codes"), dict) and dialect_name == "mysql" else {}
+    names = list(types) + [n for n in codes if n not in types]
+    columns = []
+    for name in names:
+        code = codes.get(name)
+        try:
+            jdbc = int(code) if code is not None else None
+        except (TypeError, ValueError):
+            jdbc = None
+        columns.append(column_type(name, types.get(name), dialect=dialect_name, jdbc_type=jdbc))
+    return columns

@@ -1,0 +1,72 @@
+"""JVM column helpers every format module shares (no Python runs per row)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+CORRUPT = "_corrupt_record"
+"""from_json puts the whole text of a malformed (or non-object) JSON value here; Spark 3 otherwise returns a struct of
+nulls for it, indistinguishable from a valid object without those fields."""
+
+FROM_JSON_OPTIONS = {
+    "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, "allowUnquotedControlChars": "true",
+}
+"""Raw control characters inside strings are accepted: Tencent CKafka's canal-format DDL carries the statement's
+newlines unescaped."""
+
+
+def null_string() -> Column:
+    """A typed null string (a function: columns need an active SparkContext)."""
+    return F.lit(None).cast("string")
+
+
+def unquote_json_text(c: Column) -> Column:
+    """A JSON ``null`` kept as text by Spark reads back as the string ``null``; make it a real null."""
+    return F.when(c.isNull() | (F.lower(F.trim(c)) == "null"), F.lit(None)).otherwise(c)
+
+
+def sanitize(c: Column) -> Column:
+    """Column form of :func:`cdclake.identity.sanitize` (kept in step with it by tests)."""
+    cleaned = F.regexp_replace(F.lower(F.trim(c)), r"[^a-z0-9_]", "_")
+    return F.when(cleaned == "", F.lit("_")).otherwise(cleaned)
+
+
+def table_id(namespace: Column, table: Column) -> Column:
+    """``namespace.table`` (both sanitized) when the table name is present, else null."""
+    name = F.coalesce(table, F.lit(""))
+    ns = F.coalesce(F.nullif(F.trim(namespace), F.lit("")), F.lit("default"))
+    return F.when(F.trim(name) != "", F.concat_ws(".", sanitize(ns), sanitize(name)))
+
+
+def status(*rules: tuple[Column, Column, str]) -> tuple[Column, Column]:
+    """First matching rule wins: (condition, reason, status); otherwise ``ok``."""
+    outcome: Column = F.lit("ok")
+    reason: Column = F.lit(None).cast("string")
+    for condition, why, result in reversed(rules):
+        outcome = F.when(condition, F.lit(result)).otherwise(outcome)
+        reason = F.when(condition, why).otherwise(reason)
+    return outcome, reason
+
+
+def epoch_timestamp(value: Column) -> Column:
+    """A Unix timestamp in seconds or milliseconds (told apart by magnitude) -> timestamp.
+
+    Tools disagree: Huawei DRS and canal send 13-digit milliseconds, Tencent CKafka's canal-format DDL 10-digit seconds.
+    """
+    n = value.cast("long")
+    return F.when(n > 100_000_000_000, F.timestamp_millis(n)).when(n > 0, F.timestamp_seconds(n))
+
+
+def parse_json_schema(text: str | None) -> dict[str, Any] | None:
+    """A schema's JSON text -> dict (None for null or unparsable text)."""
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None

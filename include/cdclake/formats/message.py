@@ -1,0 +1,185 @@
+"""One pass over raw messages of any supported dialect: parse once, recognize the shape, map to parsed records.
+
+Every message value is parsed by a single ``from_json`` with :data:`MESSAGE_SCHEMA`, the union of the fields of
+all dialects (field names are matched case-sensitively, so canal's ``type`` and CKafka's ``TYPE`` coexist). Its
+*shape* is then recognized from which fields are present (:class:`Shape`), and every parsed-record column is one
+``CASE`` over the shapes. A format (``--format``) is the set of shapes it accepts; ``auto`` accepts all. Multi-row
+messages (canal ``data[]``) are exploded once, with the row's index kept for ordering.
+
+Outcome per message (``status``): ``ok`` (a row change), ``skip`` (recognized, not a change: counted by reason),
+``ddl`` (a schema statement; :mod:`cdclake.normalize` interprets it on the driver, DDL is rare), or
+``quarantine`` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, status
+
+SHAPE_COLUMNS = (
+    "table_id", "op", "source_pos", "source_ts", "snapshot",
+    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl",
+)
+"""Columns a shape computes (see :data:`cdclake.formats.PARSED_COLUMNS`)."""
+
+Rule = tuple[Column, Column, str]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How to recognize and read one dialect's messages.
+
+    Attributes:
+        name: Shape name (``debezium``, ``debezium_ddl``, ``canal``, ``ckafka``, ``mongo``).
+        detect: parsed message -> true when the message has this shape.
+        columns: (parsed message, row image text or null, row index) -> an expression per :data:`SHAPE_COLUMNS`.
+        rules: (parsed message, row, columns) -> ordered (condition, reason, status) rules; first match wins.
+        rows: parsed message -> array of row-image texts, for multi-row dialects.
+        prepare: parsed message -> intermediate columns computed once before the per-column CASEs.
+    """
+
+    name: str
+    detect: Callable[[Column], Column]
+    columns: Callable[[Column, Column, Column], dict[str, Column]]
+    rules: Callable[[Column, Column, dict[str, Column]], list[Rule]]
+    rows: Callable[[Column], Column] | None = None
+    prepare: Callable[[Column], dict[str, Column]] = field(default=lambda j: {})
+
+
+def _strings(*names: str) -> list[StructField]:
+    return [StructField(n, StringType()) for n in names]
+
+
+_SOURCE = StructType(_strings(
+    "version", "connector", "name", "server", "ts_ms", "ts_us", "ts_ns", "ts_sec", "snapshot", "db", "schema",
+    "table", "txId", "lsn", "xmin", "sequence", "change_lsn", "commit_lsn", "event_serial_no",
+    "file", "pos", "row", "gtid", "server_id", "thread",
+))
+_POSITION = StructType(_strings("ts_sec", "file", "pos", "row", "gtids", "snapshot", "server_id"))
+BODY_FIELDS: list[StructField] = [
+    *_strings("op", "before", "after"),
+    StructField("source", _SOURCE),
+    *_strings("ts_ms", "ddl", "databaseName", "schemaName", "tableChanges"),
+    StructField("position", _POSITION),
+]
+"""A Debezium change event's payload (also at the top level when the value has no schema envelope), plus the
+fields of Debezium's and dtle's schema-change (DDL) events."""
+
+_ROWS = ArrayType(StringType())
+MESSAGE_SCHEMA = StructType([
+    StructField("schema", StringType()),
+    StructField("payload", StructType(BODY_FIELDS)),
+    *BODY_FIELDS,
+    # canal flat message; Huawei DRS MySQL and relational variants; Tencent CKafka's canal-format DDL
+    *_strings("id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType",
+              "columnType", "dbType", "opType"),
+    StructField("data", _ROWS),
+    StructField("old", _ROWS),
+    # Huawei DRS MongoDB
+    *_strings("db", "coll", "value", "where", "recordType", "extra", "clusterTime"),
+    # Tencent CKafka Official Format I
+    *_strings("BINLOG_NAME", "BINLOG_POS", "DATABASE", "TABLE", "TYPE", "TIME", "NEW_VALUES", "OLD_VALUES",
+              "GLOBAL_ID", "EVENT_SERVER_ID", "GROUP_ID"),
+    StructField(CORRUPT, StringType()),
+])
+"""The union of every supported dialect's fields. Objects and values kept as text are ``StringType`` (Spark keeps
+the JSON text of a non-string value for a string field); ``data``/``old`` are arrays of row-object texts."""
+_CKAFKA = ("BINLOG_NAME", "BINLOG_POS", "DATABASE", "TABLE", "TYPE", "TIME", "NEW_VALUES", "OLD_VALUES",
+           "GLOBAL_ID", "EVENT_SERVER_ID", "GROUP_ID")
+RESOLVED_SCHEMA = StructType([
+    StructField(f"ck_{f.name.lower()}" if f.name in _CKAFKA else f.name, f.dataType) for f in MESSAGE_SCHEMA.fields
+])
+""":data:`MESSAGE_SCHEMA` with CKafka's upper-case fields renamed ``ck_<lower case>``: Spark resolves field
+references case-insensitively, so ``type`` and ``TYPE`` cannot both be referenced by name (parsing itself matches
+names exactly, so they are read apart and then renamed by position)."""
+
+
+KEY_SCHEMA = StructType([*_strings("schema", "payload"), StructField(CORRUPT, StringType())])
+
+
+def _combine(shapes: Sequence[Shape], per_shape: dict[str, Column], default: Column) -> Column:
+    expr: Column | None = None
+    for shape in shapes:
+        branch = per_shape[shape.name]
+        expr = F.when(F.col("_shape") == shape.name, branch) if expr is None else expr.when(
+            F.col("_shape") == shape.name, branch)
+    return default if expr is None else expr.otherwise(default)
+
+
+def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> DataFrame:
+    """Raw records -> parsed records (:data:`cdclake.formats.PARSED_COLUMNS`) in one pass.
+
+    Args:
+        raw: Raw records (:data:`cdclake.normalize.RAW_SCHEMA`).
+        accepted: The shapes this format reads, in detection order.
+        known: Every shape, to name what a message of another dialect looks like.
+        fmt: Format name, for reasons.
+    """
+    j = F.col("_j")
+    detect_order = list(accepted) + [s for s in known if s not in accepted]
+    shape: Column = F.lit(None).cast("string")
+    for s in reversed(detect_order):
+        shape = F.when(s.detect(j), F.lit(s.name)).otherwise(shape)
+    df = raw.withColumn("_j", F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA)).withColumn(
+        "_shape", shape)
+    prepared: dict[str, dict[str, Column]] = {}
+    for s in accepted:
+        for name, expr in s.prepare(j).items():
+            prepared.setdefault(name, {})[s.name] = expr
+    for name, by_shape in prepared.items():
+        users = [s for s in accepted if s.name in by_shape]
+        df = df.withColumn(name, _combine(users, by_shape, F.lit(None)))
+    multi = [s for s in accepted if s.rows is not None]
+    if multi:
+        rows = _combine(multi, {s.name: s.rows(j) for s in multi}, F.lit(None).cast(_ROWS))  # type: ignore[misc]
+        df = df.select("*", F.posexplode_outer(rows).alias("_ri", "_row"))
+    else:
+        df = df.withColumn("_ri", F.lit(None).cast("int")).withColumn("_row", null_string())
+    row, row_index = F.col("_row"), F.coalesce(F.col("_ri"), F.lit(0))
+    columns = {s.name: s.columns(j, row, row_index) for s in accepted}
+    out = {c: _combine(accepted, {n: cols[c] for n, cols in columns.items()}, _null_of(c)) for c in SHAPE_COLUMNS}
+    shape_status = {}
+    shape_reason = {}
+    for s in accepted:
+        st, why = status(*s.rules(j, row, columns[s.name]))
+        shape_status[s.name], shape_reason[s.name] = st, why
+    accepted_names = [s.name for s in accepted]
+    looks_like = F.concat(
+        F.lit("message looks like a "), F.col("_shape"),
+        F.lit(f" message, which --format {fmt} does not read (use --format auto or that dialect's format)"))
+    st, why = status(
+        (F.col("error").isNotNull(), F.concat(F.lit("unframed message: "), F.col("error")), "quarantine"),
+        (F.col("value").isNull(), F.lit("tombstone (null value)"), "skip"),
+        (F.col(f"_j.{CORRUPT}").isNotNull() & F.get_json_object(F.col("value"), "$").isNull(),
+         F.lit("message value is not valid JSON"), "quarantine"),
+        (F.col(f"_j.{CORRUPT}").isNotNull() & ~F.trim(F.col("value")).startswith("{"),
+         F.lit("message value is not a JSON object"), "quarantine"),
+        (F.col(f"_j.{CORRUPT}").isNotNull(),
+         F.lit("message value is JSON but a field has an unexpected type (e.g. payload/source must be objects, "
+               "data/old arrays of objects)"), "quarantine"),
+        (F.col("_shape").isNull(),
+         F.lit(f"unrecognized message: no {fmt} fields (not a Debezium/dtle event, canal/DRS flat message, "
+               "DRS MongoDB record or CKafka Format I row)"), "quarantine"),
+        (~F.col("_shape").isin(*accepted_names), looks_like, "quarantine"),
+    )
+    final_status = F.when(st != "ok", st).otherwise(_combine(accepted, shape_status, F.lit("ok")))
+    final_reason = F.when(st != "ok", why).otherwise(_combine(accepted, shape_reason, null_string()))
+    return df.select(
+        "input", "file_index", "index", row_index.alias("row_index"), "line", "byte_offset", "offset",
+        "key", "value",
+        *[out[c].alias(c) for c in SHAPE_COLUMNS],
+        final_status.alias("status"),
+        final_reason.alias("reason"),
+    )
+
+
+def _null_of(column: str) -> Column:
+    if column == "source_ts":
+        return F.lit(None).cast("timestamp")
+    return null_string()

@@ -1,0 +1,113 @@
+"""Huawei DRS MongoDB records.
+
+A record: ``{id, op, dbType: "MongoDB", db, coll, value, where, recordType, extra, es, ts, clusterTime}`` where
+``value`` and ``where`` are documents in mongo shell syntax (``{"_id": ObjectId("…")}``). Mapping:
+
+- table ``db.coll`` with two columns: ``_id`` (the key: an ObjectId as its 24-hex text, other ids as their JSON
+  text) and ``document`` (the current document as JSON text). Shell helpers become JSON: ``ObjectId("x")``,
+  ``ISODate("x")``, ``NumberDecimal("x")``, ``UUID("x")``, ``BinData(n, "x")`` -> ``"x"``; ``NumberLong(n)``,
+  ``NumberInt(n)`` -> ``n``; ``Timestamp(t, i)`` -> ``{"t": t, "i": i}``.
+- ``op``: INSERT -> c (value = the document), UPDATE with recordType ``replace`` -> u (value = the new document),
+  DELETE (recordType ``doc``) -> d (value = ``{_id}``). UPDATE with update operators (``$set``/``$unset``,
+  recordType ``update``) needs the stored document; such records are quarantined with that reason (replayable).
+- key: ``_id`` from ``where`` when present, else from ``value``.
+- source position: ``clusterTime`` seconds + increment, then ``id`` (16 hex digits each);
+  ``source_ts``: ``es`` (milliseconds).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from cdclake.formats.common import null_string, epoch_timestamp, table_id
+from cdclake.formats.connect import ColumnType
+from cdclake.formats.message import Rule, Shape
+from cdclake.records import hex_segment
+
+_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
+ROW_SCHEMA = '{"mongo":true}'
+KEY_SCHEMA = '{"pkNames":["_id"]}'
+COLUMNS = ("_id", "document")
+
+_SHELL = (
+    (r"""ObjectId\(\s*["']([0-9a-fA-F]{24})["']\s*\)""", '"$1"'),
+    (r"""(?:ISODate|NumberDecimal|UUID)\(\s*"([^"]*)"\s*\)""", '"$1"'),
+    (r"""(?:NumberLong|NumberInt)\(\s*"?(-?\d+)"?\s*\)""", "$1"),
+    (r"""BinData\(\s*\d+\s*,\s*"([^"]*)"\s*\)""", '"$1"'),
+    (r"""Timestamp\(\s*(\d+)\s*,\s*(\d+)\s*\)""", '{"t": $1, "i": $2}'),
+)
+
+
+def shell_to_json(text: Column) -> Column:
+    """Mongo shell document text -> JSON text (shell helpers replaced; text without helpers is unchanged)."""
+    converted = text
+    for pattern, replacement in _SHELL:
+        converted = F.regexp_replace(converted, pattern, replacement)
+    return F.when(text.contains("("), converted).otherwise(text)
+
+
+def _prepare(j: Column) -> dict[str, Column]:
+    return {"_mv": shell_to_json(j["value"]), "_mw": shell_to_json(j["where"])}
+
+
+def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
+    value, where = F.col("_mv"), F.col("_mw")
+    op = F.element_at(F.create_map(*[F.lit(x) for kv in _OPS.items() for x in kv]), F.upper(F.trim(j["op"])))
+    doc_id = F.get_json_object(F.coalesce(where, value), "$._id")
+    key_text = F.to_json(F.struct(doc_id.alias("_id")))
+    clock = F.split(F.coalesce(j["clusterTime"], F.lit("")), ":")
+    secs, inc = F.element_at(clock, 1), F.element_at(clock, 2)
+    position = F.when(
+        secs.rlike(r"^\d+$") | F.trim(j["id"]).rlike(r"^\d+$"),
+        F.concat(*[hex_segment(F.coalesce(F.when(c.rlike(r"^\d+$"), c), F.lit("0")))
+                   for c in (secs, inc, F.trim(j["id"]))]))
+    return {
+        "table_id": table_id(j["db"], j["coll"]),
+        "op": op,
+        "source_pos": position,
+        "source_ts": epoch_timestamp(j["es"]),
+        "snapshot": F.when(op == "r", F.lit("init")),
+        "key_text": key_text,
+        "before_text": F.when(op == "d", key_text),
+        "after_text": F.when(op.isin("c", "u", "r"), F.to_json(F.struct(doc_id.alias("_id"),
+                                                                         value.alias("document")))),
+        "row_schema": F.lit(ROW_SCHEMA),
+        "key_schema": F.lit(KEY_SCHEMA),
+        "ddl": null_string(),
+    }
+
+
+def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
+    value = F.col("_mv")
+    operators = value.rlike(r'^\s*\{\s*"\$')
+    return [
+        (j["op"].isNull(), F.lit("missing field op"), "quarantine"),
+        (cols["op"].isNull(),
+         F.concat(F.lit("unknown op '"), j["op"], F.lit("' (expected INSERT, UPDATE or DELETE)")), "quarantine"),
+        (cols["table_id"].isNull(), F.lit("missing field coll"), "quarantine"),
+        (value.isNull() | F.get_json_object(value, "$").isNull(),
+         F.lit("field value is missing or not a document (mongo shell JSON)"), "quarantine"),
+        (F.col("_mw").isNotNull() & F.get_json_object(F.col("_mw"), "$").isNull(),
+         F.lit("field where is not a document (mongo shell JSON)"), "quarantine"),
+        (F.get_json_object(cols["key_text"], "$._id").isNull(), F.lit("no _id in where or value"), "quarantine"),
+        (cols["source_pos"].isNull(), F.lit("no source position: clusterTime and id are missing"), "quarantine"),
+        ((cols["op"] == "u") & operators,
+         F.lit("MongoDB update with operators ($set/$unset) needs the stored document: partial updates are not "
+               "applied yet (replay this record once supported)"), "quarantine"),
+    ]
+
+
+SHAPE = Shape(
+    name="mongo",
+    detect=lambda j: j["coll"].isNotNull() | F.lower(F.coalesce(j["dbType"], F.lit(""))).startswith("mongo"),
+    columns=_columns,
+    rules=_rules,
+    prepare=_prepare,
+)
+
+
+def table_columns() -> list[ColumnType]:
+    """A MongoDB collection's columns: ``_id`` and ``document`` (JSON text)."""
+    return [ColumnType(name, StringType(), lambda c: c) for name in COLUMNS]
