@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from cdclake import tombstones
+from cdclake import docpatch, tombstones
 from cdclake.catalog import KEY_COLUMNS_PROPERTY, ensure_namespace, table_exists, table_schema
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.normalize import staged_tables, staging_dir
@@ -99,17 +99,66 @@ def latest_per_key(changes: DataFrame, key: Sequence[str]) -> DataFrame:
 
 
 def flatten(changes: DataFrame, key: Sequence[str], columns: Sequence[StructField]) -> DataFrame:
-    """Canonical records -> one flat row per change: key, user columns (from ``after``), bookkeeping (pure)."""
+    """Canonical records -> one flat row per change: key, user columns (from ``after``), bookkeeping (pure).
+
+    A table column the batch's images do not have (an older batch applied after the table gained a column) is null
+    in those changes, as it was in the source before the column existed.
+    """
+    after_type = changes.schema["after"].dataType
+    present = set(after_type.fieldNames()) if isinstance(after_type, StructType) else set()
+
+    def value(f: StructField) -> Column:
+        source = F.col("after")[f.name] if f.name in present else F.lit(None)
+        return source.cast(f.dataType).alias(f.name)
+
     return changes.select(
         *[F.col("key")[k].alias(k) for k in key],
-        *[F.col("after")[f.name].cast(f.dataType).alias(f.name) for f in columns if f.name not in key],
+        *[value(f) for f in columns if f.name not in key],
         F.col("position").alias("_cdc_position"),
         F.col("op").alias("_cdc_op"),
         F.col("source_ts").alias("_cdc_source_ts"),
         F.col("batch_id").alias("_cdc_batch_id"),
         F.current_timestamp().alias("_cdc_applied_at"),
         F.coalesce(F.col("unavailable"), F.array().cast("array<string>")).alias("_unavailable"),
+        (F.col("patch") if "patch" in changes.columns else F.lit(None).cast("string")).alias("_patch"),
     )
+
+
+def fold_patches(flat: DataFrame, stored: DataFrame, key: Sequence[str]) -> DataFrame:
+    """One change per key for tables that receive partial updates of their ``document`` column (pure).
+
+    The key's changes newer than the stored row are folded in position order (:func:`cdclake.docpatch.fold_sql`);
+    the result is a full image, a delete, or a pending patch applied here to the stored document (or, for a key
+    cdclake has no row of, to ``{"_id": …}``). Changes not newer than the stored row are left out of the fold; a
+    key with only such changes keeps its newest one, which apply then classifies as stale.
+    """
+    column = docpatch.PATCH_COLUMN
+    stored = stored.select(*key, F.col("_cdc_position").alias("_sp"), F.col(column).alias("_stored_doc"))
+    joined = flat.join(stored, list(key), "left")
+    fresh = F.col("_sp").isNull() | (F.col("_cdc_position") > F.col("_sp"))
+    element = F.struct(F.col("_cdc_position").alias("position"), F.col("_cdc_op").alias("op"),
+                       F.col(column).alias("document"), F.col("_patch").alias("patch"))
+    others = [c for c in flat.columns if c not in key]
+    grouped = joined.groupBy(*key).agg(
+        F.max_by(F.struct(*[F.col(c) for c in others]), F.col("_cdc_position")).alias("_last"),
+        F.array_sort(F.collect_list(F.when(fresh, element))).alias("_seq"),
+        F.first("_stored_doc", ignorenulls=True).alias("_stored_doc"),
+    )
+    state = F.expr(docpatch.fold_sql("_seq"))
+    base = F.coalesce(F.col("_stored_doc"), F.to_json(F.struct(*[F.col(k) for k in key])))
+    pending = F.expr(docpatch.apply_sql(docpatch.doc_map_sql("_base"), "_state.setm", "_state.unset"))
+    folded = grouped.withColumn("_state", state).withColumn("_base", base)
+    kind = F.col("_state.kind")
+    document = (F.when(kind == "full", F.col("_state.doc")).when(kind == "patch", pending)
+                .otherwise(F.col(f"_last.{column}")))
+    outputs = {c: F.col(f"_last.{c}") for c in others}
+    outputs[column] = document
+    outputs["_cdc_op"] = F.when(kind == "deleted", F.lit("d")).when(
+        kind.isin("full", "patch") & (F.col("_last._cdc_op") == "d"), F.lit("u")).otherwise(F.col("_last._cdc_op"))
+    outputs["_unavailable"] = F.when(kind.isin("full", "patch"), F.array().cast("array<string>")).otherwise(
+        F.col("_last._unavailable"))
+    outputs["_patch"] = F.lit(None).cast("string")
+    return folded.select(*key, *[outputs[c].alias(c) for c in others])
 
 
 def classify(winners: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],
@@ -176,13 +225,17 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     value_columns = [f.name for f in columns if f.name not in key]
 
     tombstones.ensure_table(spark)
-    truncated_at = changes.where(F.col("op") == "t").agg(F.max("position")).first()[0]
+    has_patch = F.col("patch").isNotNull() if "patch" in changes.columns else F.lit(False)
+    truncated_at, patches = changes.agg(F.max(F.when(F.col("op") == "t", F.col("position"))),
+                                        F.count_if(has_patch)).first()
     if truncated_at is not None:
         spark.sql(f"DELETE FROM {name} WHERE _cdc_position < '{truncated_at}'")
         tombstones.record_truncate(spark, tid, truncated_at)
         log.info("table %s: truncate at %s", tid, truncated_at)
     changes = changes.where(F.col("op") != "t")
     flat = flatten(changes, key, [f for f in columns if f.name in value_columns])
+    if patches:
+        flat = fold_patches(flat, spark.table(name), key)
     winners = latest_per_key(flat, key).withColumn("_key_json", F.to_json(F.struct(*key)))
     rows_before = spark.table(name).count()
     classified = classify(winners, spark.table(name), tombstones.of_table(spark, tid), key,

@@ -44,6 +44,7 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
+from cdclake.formats.sqltypes import BARE_DECIMAL
 from cdclake.schema_changes import Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths
@@ -179,6 +180,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         F.col("line").alias("raw_line"),
         F.coalesce(F.col("offset"), F.col("byte_offset")).alias("raw_offset"),
         F.when(old_key_delete, F.array().cast(ArrayType(StringType()))).otherwise(unavailable).alias("unavailable"),
+        F.col("patch"),
         F.col("_key_ok"),
         F.col("_cast_error"),
         *[F.col(c) for c in parsed.columns if c.startswith("_q_")],
@@ -253,9 +255,15 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
             columns = list(_merge_columns([table_columns(s) for s in schemas if s]))
+            known = _merge_columns([_existing_columns(spark, tid) if exists else [],
+                                    list(declared.columns.values())])
             if not columns:
-                base = _existing_columns(spark, tid) if exists else []
-                columns = list(_merge_columns([base, list(declared.columns.values())]))
+                columns = list(known)
+            else:
+                # A message type without precision (DRS's bare `decimal`) defers to the DDL's or the table's.
+                precise = {c.name: c for c in known}
+                columns = [precise[c.name] if c.data_type == BARE_DECIMAL and c.name in precise else c
+                           for c in columns]
             names = {c.name for c in columns}
             untyped = sorted({n for v in variants for n in (v["untyped_names"] or [])} - names)
             if untyped:
@@ -298,6 +306,7 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Outco
         return parsed, Outcome()
     outcome = interpret(ddl_rows)
     for record in outcome.records:
+        record["row_schema"] = None  # it held the DDL's context, not a row schema
         if record["status"] == "ok" and record.get("source_pos") is None:
             record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
             if record["source_pos"] is None:

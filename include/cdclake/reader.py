@@ -42,7 +42,7 @@ def _catalog_exists(settings: LakeSettings) -> bool:
 def render(value: Any) -> Any:
     """One value in dump form (see the module docstring)."""
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        return format(value, "f")  # plain notation: 0 at scale 10 is 0.0000000000, not 0E-10
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             return value.astimezone(dt.timezone.utc).replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -52,6 +52,7 @@ META_FIELDS: tuple[StructField, ...] = (
     StructField("raw_line", LongType(), True),
     StructField("raw_offset", LongType(), True),
     StructField("unavailable", ArrayType(StringType()), True),
+    StructField("patch", StringType(), True),
 )
 """Columns every canonical record has besides ``key``, ``before`` and ``after``.
 
@@ -66,6 +67,8 @@ META_FIELDS: tuple[StructField, ...] = (
   1-based; the offset is a byte offset for files and the Kafka offset for topics).
 - ``unavailable``: columns of ``after`` whose value the source did not send (e.g. PostgreSQL unchanged TOAST
   values); apply keeps the stored value for those.
+- ``patch``: for a partial update of a JSON ``document`` column (MongoDB ``$set``/``$unset``), the operators as
+  JSON text; apply patches the stored document (:mod:`cdclake.docpatch`). Null otherwise.
 """
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,11 @@ from cdclake.formats.connect import ColumnType
 from cdclake.identity import table_id
 
 log = logging.getLogger(__name__)
+
+_SESSION_STATEMENT = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*)*(SET|USE|FLUSH|BEGIN|COMMIT|ROLLBACK|XA|SAVEPOINT|ANALYZE|OPTIMIZE|REPAIR|LOCK|UNLOCK)\b",
+    re.IGNORECASE | re.DOTALL)
+"""Statements schema-change topics carry that do not define tables (Debezium's MySQL history has ``SET ...``)."""
 
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = "DDL ALTER TABLE: column types learned (columns are added as rows carry them)"
@@ -106,6 +112,10 @@ def interpret(records: list[dict[str, Any]]) -> Outcome:
         def done(status: str, reason: str, **changes: Any) -> None:
             outcome.records.append({**record, "status": status, "reason": reason, **changes})
 
+        session = _SESSION_STATEMENT.match(sql)
+        if session:
+            done("skip", f"DDL {session.group(1).upper()}: no effect on tables")
+            continue
         try:
             events = parse_ddl(sql, dialect)
         except DdlError as exc:
@@ -135,7 +145,7 @@ def interpret(records: list[dict[str, Any]]) -> Outcome:
                     definition.key = tuple(event.primary_key)
                 results.append(("skip", SKIP_ALTER, {"table_id": tid}))
             elif event.kind == "truncate" and tid:
-                results.append(("ok", "", {"table_id": tid, "op": "t", "reason": None}))
+                results.append(("ok", "", {"table_id": tid, "op": "t"}))
             elif event.kind in ("drop_table", "rename_table"):
                 what = "DROP TABLE" if event.kind == "drop_table" else "RENAME TABLE"
                 results.append(("quarantine", f"unsupported DDL: {what} is not applied to the lake table",

@@ -232,7 +232,8 @@ def test_truncated_document_resumes_at_the_next_line_starting_with_a_brace() -> 
     assert [r["line"] for r in records] == [1, 4, 5, 6]
     assert [r["error"] is not None for r in records] == [True, False, True, False]
     assert records[0]["value"] == '{\n  "id": 1,\n  "name": "Zo'
-    assert "Invalid control character" in records[0]["error"] or "Unterminated string" in records[0]["error"]
+    # Raw newlines inside strings are allowed (CKafka prints DDL that way), so the parser reads on and fails later.
+    assert records[0]["error"].startswith("invalid JSON: ")
     assert records[2]["value"] == "garbage"
     assert [json.loads(records[i]["value"]) for i in (1, 3)] == [{"id": 2}, {"id": 3}]
     assert records[3]["byte_offset"] == offset_of(text, '{"id": 3}')

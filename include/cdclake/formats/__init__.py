@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 PARSED_COLUMNS = (
     "input", "file_index", "index", "row_index", "line", "byte_offset", "offset", "key", "value",
     "table_id", "op", "source_pos", "source_ts", "snapshot",
-    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl",
+    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
     "status", "reason",
 )
 """Columns of a parsed record. Raw location: ``input``, ``file_index``, ``index`` (message in file),
@@ -42,7 +42,7 @@ Change: ``table_id``, ``op`` (c/u/d/r/t), ``source_pos`` (fixed-width ordered so
 (timestamp), ``snapshot`` (marker or null). Images as JSON object text: ``key_text``, ``before_text``,
 ``after_text``. Types: ``row_schema``/``key_schema`` (JSON text read by :func:`table_columns` and
 :func:`key_columns`, or null). ``ddl``: the statement of a DDL record (its ``row_schema`` then carries the
-dialect and namespace). Outcome: ``status`` = ``ok`` | ``skip`` | ``ddl`` | ``quarantine`` with a ``reason``."""
+dialect and namespace). ``patch``: a partial update's operators (MongoDB ``$set``/``$unset``). Outcome: ``status`` = ``ok`` | ``skip`` | ``ddl`` | ``quarantine`` with a ``reason``."""
 
 FORMATS = ("auto", "debezium", "dtle", "canal", "drs", "ckafka")
 

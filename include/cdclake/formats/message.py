@@ -24,7 +24,7 @@ from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, stat
 
 SHAPE_COLUMNS = (
     "table_id", "op", "source_pos", "source_ts", "snapshot",
-    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl",
+    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
 )
 """Columns a shape computes (see :data:`cdclake.formats.PARSED_COLUMNS`)."""
 
@@ -143,7 +143,8 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
         df = df.withColumn("_ri", F.lit(None).cast("int")).withColumn("_row", null_string())
     row, row_index = F.col("_row"), F.coalesce(F.col("_ri"), F.lit(0))
     columns = {s.name: s.columns(j, row, row_index) for s in accepted}
-    out = {c: _combine(accepted, {n: cols[c] for n, cols in columns.items()}, _null_of(c)) for c in SHAPE_COLUMNS}
+    out = {c: _combine(accepted, {n: cols.get(c, _null_of(c)) for n, cols in columns.items()}, _null_of(c))
+           for c in SHAPE_COLUMNS}
     shape_status = {}
     shape_reason = {}
     for s in accepted:

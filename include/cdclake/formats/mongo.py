@@ -8,8 +8,10 @@ A record: ``{id, op, dbType: "MongoDB", db, coll, value, where, recordType, extr
   ``ISODate("x")``, ``NumberDecimal("x")``, ``UUID("x")``, ``BinData(n, "x")`` -> ``"x"``; ``NumberLong(n)``,
   ``NumberInt(n)`` -> ``n``; ``Timestamp(t, i)`` -> ``{"t": t, "i": i}``.
 - ``op``: INSERT -> c (value = the document), UPDATE with recordType ``replace`` -> u (value = the new document),
-  DELETE (recordType ``doc``) -> d (value = ``{_id}``). UPDATE with update operators (``$set``/``$unset``,
-  recordType ``update``) needs the stored document; such records are quarantined with that reason (replayable).
+  DELETE (recordType ``doc``) -> d (value = ``{_id}``). UPDATE with update operators (recordType ``update``) is a
+  partial update: ``document`` is unavailable (kept) and the operators travel as the record's ``patch``, which
+  apply folds and applies to the stored document (:mod:`cdclake.docpatch`). ``$set`` and ``$unset`` of top-level
+  fields are supported; other operators and dotted paths are quarantined with that reason.
 - key: ``_id`` from ``where`` when present, else from ``value``.
 - source position: ``clusterTime`` seconds + increment, then ``id`` (16 hex digits each);
   ``source_ts``: ``es`` (milliseconds).
@@ -19,10 +21,10 @@ from __future__ import annotations
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType
+from pyspark.sql.types import MapType, StringType
 
 from cdclake.formats.common import null_string, epoch_timestamp, table_id
-from cdclake.formats.connect import ColumnType
+from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType
 from cdclake.formats.message import Rule, Shape
 from cdclake.records import hex_segment
 
@@ -48,6 +50,29 @@ def shell_to_json(text: Column) -> Column:
     return F.when(text.contains("("), converted).otherwise(text)
 
 
+_MAP = MapType(StringType(), StringType())
+SUPPORTED_OPERATORS = ("$set", "$unset")
+
+
+def _is_partial(value: Column) -> Column:
+    return value.rlike(r'^\s*\{\s*"\$')
+
+
+def _bad_operator(value: Column) -> Column:
+    """Null, or why the partial update cannot be applied (an unsupported operator or a dotted field path)."""
+    ops = F.from_json(value, _MAP)
+    names = F.flatten(F.array(*[F.coalesce(F.json_object_keys(ops[o]), F.array().cast("array<string>"))
+                                for o in SUPPORTED_OPERATORS]))
+    unsupported = F.filter(F.map_keys(ops), lambda k: ~k.isin(*SUPPORTED_OPERATORS))
+    dotted = F.filter(names, lambda k: k.contains("."))
+    return (F.when(F.size(unsupported) > 0, F.concat(F.lit("unsupported MongoDB update operator(s): "),
+                                                       F.array_join(unsupported, ", "),
+                                                       F.lit(" (supported: $set, $unset)")))
+            .when(F.size(dotted) > 0, F.concat(F.lit("MongoDB update of nested field path(s) "),
+                                               F.array_join(dotted, ", "),
+                                               F.lit(" is not supported (top-level fields only)"))))
+
+
 def _prepare(j: Column) -> dict[str, Column]:
     return {"_mv": shell_to_json(j["value"]), "_mw": shell_to_json(j["where"])}
 
@@ -71,8 +96,10 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
         "snapshot": F.when(op == "r", F.lit("init")),
         "key_text": key_text,
         "before_text": F.when(op == "d", key_text),
-        "after_text": F.when(op.isin("c", "u", "r"), F.to_json(F.struct(doc_id.alias("_id"),
-                                                                         value.alias("document")))),
+        "after_text": F.when(op.isin("c", "u", "r"), F.to_json(F.struct(
+            doc_id.alias("_id"),
+            F.when(_is_partial(value), F.lit(UNAVAILABLE_VALUE)).otherwise(value).alias("document")))),
+        "patch": F.when((op == "u") & _is_partial(value), value),
         "row_schema": F.lit(ROW_SCHEMA),
         "key_schema": F.lit(KEY_SCHEMA),
         "ddl": null_string(),
@@ -93,9 +120,9 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
          F.lit("field where is not a document (mongo shell JSON)"), "quarantine"),
         (F.get_json_object(cols["key_text"], "$._id").isNull(), F.lit("no _id in where or value"), "quarantine"),
         (cols["source_pos"].isNull(), F.lit("no source position: clusterTime and id are missing"), "quarantine"),
-        ((cols["op"] == "u") & operators,
-         F.lit("MongoDB update with operators ($set/$unset) needs the stored document: partial updates are not "
-               "applied yet (replay this record once supported)"), "quarantine"),
+        ((cols["op"] == "u") & operators & _bad_operator(value).isNotNull(), _bad_operator(value), "quarantine"),
+        (cols["op"].isin("c", "r") & operators,
+         F.lit("MongoDB insert whose value is update operators, not a document"), "quarantine"),
     ]
 
 

@@ -1,0 +1,257 @@
+"""canal-family and MongoDB formats on every JSON example of the seed documents 003 (Huawei DRS) and 004 (CKafka).
+
+Fixtures (``tests/fixtures/drs/``, ``tests/fixtures/ckafka/``) are the documents' examples, cut out unchanged
+(CKafka's page indents them by four spaces, which is removed; its CREATE TABLE keeps the raw newlines inside the
+``sql`` string, as printed). ``test_fixtures_are_the_seed_examples`` checks each is in its document.
+
+Oracles: expected values are read from the fixtures with Python's ``json`` or are literals from the documents;
+positions are computed here with ``format(n, "016x")``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+
+from cdclake.keys import KeySpec
+from cdclake.landing import InputFile, land_files
+from cdclake.normalize import normalize_batch, staging_dir
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+QUARANTINE = "lake.cdclake_meta.quarantine"
+UTC = dt.timezone.utc
+
+
+def text(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def hex16(n: int) -> str:
+    return format(n, "016x")
+
+
+@pytest.fixture()
+def source(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return f"flat_{name}_{uuid.uuid4().hex[:6]}"
+
+
+def run(spark, settings, source: str, names: list[str], fmt: str, keys: list[str] | None = None,
+        replace: dict[str, tuple[str, str]] | None = None):
+    files = []
+    for i, name in enumerate(names):
+        doc = text(name)
+        if replace and name in replace:
+            doc = doc.replace(*replace[name])
+        files.append(InputFile(f"mem://{source}/{i:02d}-{name.replace('/', '-')}", doc.encode("utf-8")))
+    batch_id, created, _, _ = land_files(settings, source=source, files=files)
+    assert created
+    result = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt,
+                             keys=KeySpec.parse(keys or []))
+    return batch_id, result
+
+
+def staged(spark, settings, source: str, batch_id: str, table: str) -> list[Any]:
+    df = spark.read.parquet(str(staging_dir(settings, source, batch_id) / table))
+    return df.orderBy("position", "op").collect()
+
+
+def quarantined(spark, source: str) -> list[Any]:
+    return spark.sql(f"SELECT * FROM {QUARANTINE} WHERE source = '{source}' ORDER BY line").collect()
+
+
+def test_fixtures_are_the_seed_examples():
+    drs = (SEEDS / "003_8a447dafd9e5a45d.txt").read_text(encoding="utf-8")
+    for path in sorted((FIXTURES / "drs").glob("*.json")):
+        assert path.read_text(encoding="utf-8").strip() in drs, path.name
+    ckafka = (SEEDS / "004_5ed5dc3885970de3.txt").read_text(encoding="utf-8")
+    for path in sorted((FIXTURES / "ckafka").glob("*.json")):
+        indented = "\n".join("    " + line if line else line for line in path.read_text().strip().split("\n"))
+        assert indented.strip() in ckafka, path.name
+
+
+def test_drs_mysql_update_that_changes_the_key(spark, session_lake, source):
+    batch_id, result = run(spark, session_lake, source, ["drs/mysql_update.json"], "drs")
+    doc = json.loads(text("drs/mysql_update.json"))
+    (new,), (old,) = doc["data"], doc["old"]
+    assert result.quarantined == 0
+    # id 103 -> 104: the old key is deleted and the new one upserted, at the message's position.
+    assert result.tables == {"test01.test": 2}
+    delete, upsert = staged(spark, session_lake, source, batch_id, "test01.test")
+    assert (delete.op, delete.key.id, delete.after) == ("d", int(old["id"]), None)
+    assert (upsert.op, upsert.key.id) == ("u", int(new["id"]))
+    assert delete.position == upsert.position
+    assert upsert.position.split("/")[0] == hex16(doc["id"])
+    assert upsert.source_ts == dt.datetime.fromtimestamp(doc["es"] / 1000, UTC).replace(tzinfo=None)
+    row = upsert.after
+    assert row.c3 == 103 and row.c10 == "华为云huaweicloud" and row.c13 == new["c13"]
+    assert row.c4 == dt.datetime(2021, 6, 25, 17, 51, 53)                      # datetime: no zone
+    assert row.c5 == dt.datetime.fromtimestamp(1624614713.201, UTC).replace(tzinfo=None)  # timestamp: epoch s
+    assert (row.c7, row.c8, row.c9) == (10357.0, 12510357.0, Decimal("9874510357"))
+    assert bytes(row.c12) == bytes(json.loads(new["c12"])) and bytes(row.c14) == bytes(json.loads(new["c14"]))
+    assert bytes(row.c11) == b"" and bytes(row.c2) == b""
+    assert upsert.before.c13 == old["c13"] and upsert.before.id == 103
+
+
+def test_drs_relational_gaussdb_update(spark, session_lake, source):
+    batch_id, result = run(spark, session_lake, source, ["drs/gauss_update.json"], "drs",
+                           keys=["schema01.table01=smallint_column"])
+    assert (result.tables, result.quarantined) == ({"schema01.table01": 1}, 0)
+    (row,) = staged(spark, session_lake, source, batch_id, "schema01.table01")
+    assert (row.op, row.key.smallint_column) == ("u", 12)
+    assert row.after.timestamp_column == dt.datetime(2021, 12, 16, 12, 31, 49, 344365)
+    assert row.before.timestamp_column == dt.datetime(2014, 7, 2, 6, 14, 0, 742000)
+    assert (row.after.boolean_column, row.before.boolean_column) == (False, True)
+    assert bytes(row.after.bytea_column) == b"bytea_data"
+    assert row.after.int4range_column == "[11,20)" and row.after.char_column == "g"
+    assert json.loads(row.after.jsonb_column) == {"key1": "value1", "key2": "value2"}
+    assert row.position.split("/")[0] == hex16(332)
+
+
+def test_drs_relational_without_key_is_quarantined_with_how_to_declare_it(spark, session_lake, source):
+    _, result = run(spark, session_lake, source, ["drs/gauss_update.json"], "drs")
+    assert (result.tables, result.quarantined) == ({}, 1)
+    (row,) = quarantined(spark, source)
+    assert "--key schema01.table01=" in row.reason and row.table_id == "schema01.table01"
+
+
+MONGO = ["drs/mongo_insert.json", "drs/mongo_replace.json", "drs/mongo_update_set.json",
+         "drs/mongo_update_unset_set.json", "drs/mongo_delete.json"]
+
+
+def test_drs_mongodb_records(spark, session_lake, source):
+    batch_id, result = run(spark, session_lake, source, MONGO, "drs")
+    assert (result.tables, result.quarantined) == ({"ljx.ljx": 5}, 0)
+    insert, replace, set_, unset_set, delete = staged(spark, session_lake, source, batch_id, "ljx.ljx")
+    oid = "64650cf67dc36a464e76e583"
+    assert [r.op for r in (insert, replace, set_, unset_set, delete)] == ["c", "u", "u", "u", "d"]
+    assert {r.key._id for r in (insert, replace, set_, unset_set, delete)} == {oid}
+    assert json.loads(insert.after.document) == {"_id": oid, "c1": "baz", "tags": ["mongodb", "database", "NoSQL"]}
+    assert json.loads(replace.after.document) == {"_id": oid, "c1": "sss"}
+    # A partial update keeps the stored document (unavailable) and carries its operators as the patch.
+    assert (set_.after.document, set_.unavailable, json.loads(set_.patch)) == (None, ["document"],
+                                                                              {"$set": {"c1": "aaa"}})
+    assert json.loads(unset_set.patch) == {"$unset": {"c1": True}, "$set": {"column1": "aaa"}}
+    assert delete.after is None and delete.patch is None
+    assert insert.position.split("/")[0] == hex16(1684344064) + hex16(1) + hex16(256)
+    assert replace.position.split("/")[0] == hex16(1684344904) + hex16(9) + hex16(340)
+
+
+@pytest.mark.parametrize("split", [None, 2, 3], ids=["one-batch", "patches-in-next-batch", "each-apart"])
+def test_drs_mongodb_partial_updates_patch_the_stored_document(spark, session_lake, source, split):
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    names = MONGO[:4]
+    groups = [names] if split is None else [names[:split], names[split:]]
+    if split == 3:
+        groups = [[n] for n in names]
+    db = f"m{uuid.uuid4().hex[:8]}"  # the session lake is shared: a collection of this test's own
+    for group in groups:
+        files = [InputFile(f"mem://{source}/{n.replace('/', '-')}",
+                           text(n).replace('"db": "ljx"', f'"db": "{db}"').encode("utf-8")) for n in group]
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=files)
+        normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs")
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    (row,) = dump_rows(session_lake, f"{db}.ljx")
+    # insert, replace {c1: sss}, $set c1=aaa, $unset c1 + $set column1=aaa
+    assert json.loads(row["document"]) == {"_id": "64650cf67dc36a464e76e583", "column1": "aaa"}
+
+
+def test_ckafka_format_one_with_declared_key(spark, session_lake, source):
+    names = ["ckafka/dml_insert.json", "ckafka/dml_update.json", "ckafka/dml_delete.json"]
+    batch_id, result = run(spark, session_lake, source, names, "ckafka", keys=["inventory.customers=id"])
+    assert (result.tables, result.quarantined) == ({"inventory.customers": 3}, 0)
+    rows = staged(spark, session_lake, source, batch_id, "inventory.customers")
+    assert [r.op for r in rows] == ["c", "u", "d"]
+    assert [r.position.split("/")[0] for r in rows] == [hex16(3) + hex16(p) + hex16(0) for p in (154, 484, 805)]
+    # No types in Format I: every column is a string.
+    assert rows[0].after.asDict() == json.loads(text("ckafka/dml_insert.json"))["NEW_VALUES"]
+    assert rows[1].after.first_name == "Anne Marie" and rows[1].before.first_name == "Anne"
+    assert rows[2].before.first_name == "Anne Marie" and rows[2].key.id == "1004"
+    assert rows[0].source_ts == dt.datetime(1970, 1, 1, 8, 0, 0)
+
+
+def test_ckafka_create_table_gives_key_and_types(spark, session_lake, source):
+    # The document's CREATE TABLE is for dip_test.customers; the DML is for inventory.customers. Point the DDL at
+    # the DML's database so the stream describes one table.
+    names = ["ckafka/ddl_create_database.json", "ckafka/ddl_create_table.json", "ckafka/dml_insert.json",
+             "ckafka/dml_update.json", "ckafka/ddl_alter_table.json", "ckafka/ddl_rename_table.json",
+             "ckafka/ddl_drop_table.json", "ckafka/ddl_drop_database.json"]
+    batch_id, result = run(spark, session_lake, source, names, "ckafka",
+                           replace={"ckafka/ddl_create_table.json": ('"dip_test"', '"inventory"')})
+    # test.user (ALTER TABLE only) is unknown and keyless: nothing to create.
+    assert result.tables == {"inventory.customers": 2}
+    assert result.skipped == {
+        "DDL create database: no effect on tables": 1,
+        "DDL drop database: no effect on tables": 1,
+        "DDL CREATE TABLE: key and column types learned": 1,
+        "DDL ALTER TABLE: column types learned (columns are added as rows carry them)": 1,
+    }
+    insert, update = staged(spark, session_lake, source, batch_id, "inventory.customers")
+    assert insert.key.id == 1004 and insert.after.id == 1004     # int, from the CREATE TABLE
+    assert update.after.first_name == "Anne Marie"
+    reasons = sorted(r.reason for r in quarantined(spark, source))
+    assert reasons == ["unsupported DDL: DROP TABLE is not applied to the lake table",
+                       "unsupported DDL: RENAME TABLE is not applied to the lake table"]
+
+
+def test_auto_detects_every_dialect_in_one_batch(spark, session_lake, source):
+    names = ["drs/mysql_update.json", "drs/mongo_insert.json", "ckafka/dml_insert.json",
+             "debezium/pg_create.json", "debezium/sqlserver_create.json", "debezium/dtle_create_snapshot.json"]
+    # The Debezium documents print values without their keys: declare `id` (messages' own keys still win).
+    _, result = run(spark, session_lake, source, names, "auto", keys=["id"])
+    assert result.quarantined == 0
+    assert set(result.tables) == {"test01.test", "ljx.ljx", "inventory.customers", "public.customers",
+                                  "dbo.customers"}
+
+
+def test_a_format_rejects_another_dialect_by_name(spark, session_lake, source):
+    _, result = run(spark, session_lake, source, ["drs/mongo_insert.json", "ckafka/dml_insert.json"], "canal")
+    assert result.quarantined == 2
+    reasons = [r.reason for r in quarantined(spark, source)]
+    assert [r.split(" message")[0] for r in reasons] == ["message looks like a mongo", "message looks like a ckafka"]
+    assert all("--format canal does not read" in r for r in reasons)
+
+
+def test_values_that_do_not_convert_are_quarantined_with_column_and_value(spark, session_lake, source):
+    doc = json.loads(text("drs/mysql_update.json"))
+    doc["data"][0]["c3"] = "abc"
+    doc["old"] = None
+    doc["type"] = "INSERT"
+    good = json.loads(text("drs/mysql_update.json"))
+    good["type"], good["old"], good["id"] = "INSERT", None, doc["id"] + 1
+    content = json.dumps(doc, ensure_ascii=False) + "\n" + json.dumps(good, ensure_ascii=False) + "\n"
+    batch_id, created, _, _ = land_files(session_lake, source=source,
+                                         files=[InputFile(f"mem://{source}/x.jsonl", content.encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({"test01.test": 1}, 1)
+    (row,) = quarantined(spark, source)
+    assert row.reason == 'value does not convert to the column type: after column c3 (int): ["abc"]'
+    assert row.line == 1
+
+
+def test_ckafka_truncate_without_position_takes_the_next_rows_position(spark, session_lake, source):
+    truncate = {"data": None, "database": "inventory", "es": 1655812326, "id": 0, "isDdl": True, "sql":
+                "TRUNCATE TABLE `customers`", "table": "customers", "type": "TRUNCATE", "pkNames": None}
+    lines = [text("ckafka/dml_insert.json"), json.dumps(truncate), text("ckafka/dml_update.json")]
+    content = "".join(lines)
+    batch_id, _, _, _ = land_files(session_lake, source=source,
+                                   files=[InputFile(f"mem://{source}/x.json", content.encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="ckafka",
+                             keys=KeySpec.parse(["inventory.customers=id"]))
+    assert result.quarantined == 0
+    rows = staged(spark, session_lake, source, batch_id, "inventory.customers")
+    assert [r.op for r in rows] == ["c", "t", "u"]
+    assert rows[1].position.split("/")[0] == rows[2].position.split("/")[0] == hex16(3) + hex16(484) + hex16(0)
+    assert rows[0].position < rows[1].position < rows[2].position
+
