@@ -299,6 +299,14 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     return typings, problems
 
 
+def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
+    """Rejected row changes with their raw key and value, fetched back from the raw records by location."""
+    texts = raw.select("input", "index", F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"))
+    return (rejected.join(texts, ["input", "index"], "left")
+            .withColumn("key", F.col("_raw_key")).withColumn("value", F.col("_raw_value"))
+            .drop("_raw_key", "_raw_value"))
+
+
 def _apply_ddl(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Outcome]:
     """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records."""
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
@@ -347,7 +355,12 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
 
     normalizer = get_normalizer(fmt)
     raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, batch_id))
-    first = normalizer.parse(raw).persist()
+    # The cache keeps the raw key and value only of messages that are not row changes (the rest are most of the
+    # data and are needed again only if they end up quarantined: _restore_raw_text fetches those).
+    slim = normalizer.parse(raw)
+    for column in ("key", "value"):
+        slim = slim.withColumn(column, F.when(F.col("status") != "ok", F.col(column)))
+    first = slim.persist()
     parsed = first
     try:
         parsed, ddl = _apply_ddl(spark, first)
@@ -363,8 +376,9 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
-            rejected.append(parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*problems))
-                            .withColumn("reason", reason))
+            rejected.append(_restore_raw_text(
+                raw, parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*problems))
+                .withColumn("reason", reason)))
         staged: dict[str, int] = {}
         for tid, typing in typings.items():
             records = canonical_records(
@@ -380,14 +394,14 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
                 staged[tid] = tally["good"]
                 if tally["bad"]:
                     missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
-                    rejected.append(
+                    rejected.append(_restore_raw_text(raw, (
                         records.where(~good)
-                        .dropDuplicates(["_q_input", "_q_line", "_q_byte_offset", "_q_offset"])
+                        .dropDuplicates(["_q_input", "_q_index"])
                         .select(*[F.col(f"_q_{c}").alias(c) for c in quarantine.PASSTHROUGH],
                                 F.when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error"))
                                 .alias("reason"))
                         .localCheckpoint()
-                    )
+                    )))
             finally:
                 records.unpersist()
         counts = {

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TABLE = meta_table("quarantine")
-PASSTHROUGH = ("input", "line", "byte_offset", "offset", "key", "value", "table_id")
+PASSTHROUGH = ("input", "index", "line", "byte_offset", "offset", "key", "value", "table_id")
 """Parsed-record columns a quarantine row keeps (besides the reason)."""
 
 _DDL = """

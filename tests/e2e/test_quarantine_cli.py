@@ -1,0 +1,48 @@
+"""`cdclake quarantine list` and `replay`, driven as subprocesses: a keyless table is held, then released."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CLI = [str(Path(sys.executable).parent / "cdclake")]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600)
+
+
+def lines(result: subprocess.CompletedProcess[str]) -> list[dict]:
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_keyless_messages_are_held_then_replayed_with_a_key(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    update = FIXTURES / "drs" / "gauss_update.json"
+    mongo = FIXTURES / "drs" / "mongo_insert.json"
+    (applied,) = lines(cli("apply", "--format", "drs", "--input", str(update), str(mongo), "--lake", lake))
+    assert applied["quarantined"] == 1 and list(applied["tables"]) == ["ljx.ljx"]
+
+    (held,) = lines(cli("quarantine", "list", "--lake", lake))
+    assert held["table_id"] == "schema01.table01" and held["format"] == "drs" and held["batch_id"] == "00000001"
+    assert "has no primary key" in held["reason"] and "--key schema01.table01=" in held["reason"]
+    assert held["input_file"].endswith("gauss_update.json") and held["line"] == 1
+    assert json.loads(held["value"]) == json.loads(update.read_text(encoding="utf-8"))
+    assert lines(cli("quarantine", "list", "--lake", lake, "--reason", "no such reason")) == []
+
+    (replayed,) = lines(cli("quarantine", "replay", "--lake", lake, "--reason", "primary key",
+                            "--key", "schema01.table01=smallint_column"))
+    assert replayed["replayed"] == 1
+    (batch,) = replayed["batches"]
+    assert (batch["batch_id"], batch["quarantined"]) == ("00000002", 0)
+    assert batch["tables"]["schema01.table01"]["inserted"] == 1
+
+    assert lines(cli("quarantine", "list", "--lake", lake)) == []
+    (row,) = lines(cli("dump", "--lake", lake, "--table", "schema01.table01"))
+    assert (row["smallint_column"], row["boolean_column"], row["timestamp_column"]) == (
+        12, False, "2021-12-16T12:31:49.344365")
+    assert sorted(lines(cli("tables", "--lake", lake))[0]) == ["ljx.ljx", "schema01.table01"]
