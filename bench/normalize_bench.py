@@ -9,7 +9,7 @@ For each format:
    varchar, datetime, date; 60% inserts, 30% updates, 10% deletes; one row per message) in that format's
    documented shape, written once into a work directory as JSON Lines files;
 2. land them as one batch (:func:`cdclake.pipeline.land_inputs`, ``framing="jsonl"``; timed once, reported apart);
-3. after one warm-up of each, time alternately, ``--repeats`` times:
+3. after one warm-up of each (on a batch of the first input file only), time alternately, ``--repeats`` times:
 
    - **floor**: a hand-written Spark job over the same landed raw files: ``spark.read.schema(RAW_SCHEMA).json``,
      one ``from_json`` of ``value`` with an explicit schema of the message's shape whose leaf fields carry their
@@ -17,9 +17,9 @@ For each format:
      dates/timestamps), and one Parquet write (both tables in one dataset, their columns side by side);
    - **normalize**: :func:`cdclake.pipeline.normalize_batch` on that batch (staged Parquet per table + quarantine).
 
-The floor and staged outputs are compared after the warm-up (rows per table and op, sums of the decimal column),
-so both did the same work. Each normalize run's Spark jobs are read back from Spark's status store (job call site
-and duration), which shows where its time goes.
+The floor and staged outputs are compared after the first timed pair (rows per table and op, sums of the decimal
+column), so both did the same work. Each normalize run's Spark jobs are read back from Spark's status store (job
+call site and duration), which shows where its time goes.
 
 Usage::
 
@@ -791,6 +791,13 @@ def bench_format(spark: "SparkSession", settings: Any, fmt: str, args: argparse.
     landed = land_inputs(settings, source=source, inputs=inputs, framing="jsonl")
     land_s = time.perf_counter() - t0
     assert landed.batch_id is not None
+    land_marker = input_dir / ".landed.json"
+    if landed.created:
+        land_marker.write_text(json.dumps({"seconds": land_s, "at": dt.datetime.now(dt.timezone.utc).isoformat()}))
+    elif land_marker.exists():  # a reused batch: report how long landing it took when it was landed
+        land_s = json.loads(land_marker.read_text())["seconds"]
+    else:
+        land_s = float("nan")
     raw_paths = batch_raw_paths(settings, source, landed.batch_id)
     # Warm-ups run on a batch of the first input file only (the JIT, codegen and page cache warm up the same).
     warmup_source, warmup_batch, warmup_paths = f"{source}_warmup", None, raw_paths
@@ -849,9 +856,9 @@ def bench_format(spark: "SparkSession", settings: Any, fmt: str, args: argparse.
         "avg_message_bytes": round(input_bytes / args.events),
         "raw_zone_mb": round(raw_bytes / 1e6, 1),
         "generate_seconds": round(generate_s, 2),
-        "land_seconds": round(land_s, 2),
-        "land_created_batch": landed.created,
-        "land_events_per_s": round(args.events / land_s),
+        "land_seconds": None if land_s != land_s else round(land_s, 2),
+        "land_reused_batch": not landed.created,
+        "land_events_per_s": None if land_s != land_s else round(args.events / land_s),
         "warmup_events": args.file_events if warmup_batch is not None else args.events,
         "floor_seconds": [round(t, 3) for t in times["floor"]],
         "normalize_seconds": [round(t, 3) for t in times["normalize"]],
@@ -866,7 +873,9 @@ def bench_format(spark: "SparkSession", settings: Any, fmt: str, args: argparse.
         "meets_target": ratio >= TARGET_RATIO,
         "normalize_result": result.to_dict() if result else None,
         "consistency": check,
-        "normalize_profile_last_run": timelines[-1] if timelines else None,
+        # the run whose time is the median: the most typical breakdown on a machine whose load may have moved
+        "normalize_profile_median_run": min(timelines, key=lambda t: abs(t["wall_seconds"] - norm_med))
+        if timelines else None,
         "step_profile": profile,
     }
 
@@ -878,6 +887,10 @@ def bench_format(spark: "SparkSession", settings: Any, fmt: str, args: argparse.
 
 def _rate(n: float) -> str:
     return f"{n / 1000:,.1f}k" if n < 1e6 else f"{n / 1e6:,.2f}M"
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f}s"
 
 
 def _pair_ratios(floor: list[float], normalize: list[float]) -> list[float]:
@@ -903,7 +916,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"- run `{run['run_id']}`: {m['nproc']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB RAM, "
             f"Spark {m['spark']} `{m['spark_master']}` (driver memory {m['spark_driver_memory']}, shuffle partitions "
             f"{m['spark_shuffle_partitions']}), Java {m['java']}, Python {m['python']}, cdclake {m['cdclake']} "
-            f"@ {m['git_commit']} ({m['git_dirty_files']} uncommitted files); command: `{run['command']}`")
+            f"from `{m.get('cdclake_source', '?')}` (repository at {m['git_commit']}, {m['git_dirty_files']} "
+            f"uncommitted files); command: `{run['command']}`")
     lines += ["", f"Target: ratio = floor time / normalize time >= {TARGET_RATIO} at 1M events. "
               "Times are medians of the timed runs (after warm-up).", "",
               "| format | events | avg msg | land | floor median | floor ev/s | normalize median | normalize ev/s "
@@ -914,15 +928,18 @@ def markdown(report: dict[str, Any]) -> str:
         q = (r["normalize_result"] or {}).get("quarantined", "?")
         lines.append(
             f"| {fmt} | {r['events']:,} | {r['avg_message_bytes']} B "
-            f"| {r['land_seconds']:.1f}s{'' if r.get('land_created_batch', True) else ' (reused)'} "
+            f"| {_seconds(r['land_seconds'])} "
             f"| {r['floor_median_s']:.2f}s | {_rate(r['floor_events_per_s'])} | {r['normalize_median_s']:.2f}s "
             f"| {_rate(r['normalize_events_per_s'])} | **{r['ratio']:.2f}x** "
             f"| {', '.join(f'{x:.2f}' for x in _pair_ratios(r['floor_seconds'], r['normalize_seconds']))} "
             f"| {'met' if r['meets_target'] else 'MISSED'} | {'yes' if r['consistency'].get('equal') else 'NO'} "
             f"| {q} | {_load(r)} |")
-    lines += ["", "## Where normalize spends its time (last timed run: its Spark jobs in order, from the status store)", ""]
+    lines += ["", "## Where normalize spends its time", "",
+              "The Spark jobs of the median timed run, in order, from Spark's status store (the last timed run for "
+              "entries recorded before the median run was kept).", ""]
     for fmt in sorted(report["formats"], key=lambda f: ALL_FORMATS.index(f) if f in ALL_FORMATS else 99):
-        p = report["formats"][fmt]["normalize_profile_last_run"]
+        entry = report["formats"][fmt]
+        p = entry.get("normalize_profile_median_run") or entry.get("normalize_profile_last_run")
         if not p:
             continue
         lines += [f"### {fmt}", "",
@@ -966,7 +983,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated formats; those without a registered normalizer are skipped")
     parser.add_argument("--out", default=str(REPO / "bench" / "results"), help="results directory")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each (default 3)")
-    parser.add_argument("--warmups", type=int, default=1, help="untimed warm-up runs of each, on a batch of the first input file (default 1)")
+    parser.add_argument("--warmups", type=int, default=1,
+                        help="untimed warm-up runs of each, on a batch of the first input file (default 1)")
     parser.add_argument("--file-events", type=int, default=100_000, help="events per input file (default 100000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", help="work directory (default: a new temporary directory, removed at exit)")
