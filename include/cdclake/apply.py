@@ -2,24 +2,37 @@
 
 For each table of a batch:
 
-1. A truncate in the batch removes every stored row older than it, and every change of the batch before it.
-2. Per key, the change with the highest position in the batch wins.
-3. Each winner is classified against the stored row's ``_cdc_position``: ``insert`` (no row; not a delete),
-   ``update`` / ``delete`` (newer than the row), ``stale`` (not newer: skipped), ``noop`` (delete of no row).
-4. ``MERGE INTO`` performs the actions, re-checking positions in its conditions, so a concurrent writer's newer
-   row is never overwritten. Into an empty table, the inserts are a plain append (no MERGE).
+1. **Cut.** A truncate in the batch, or the end of a snapshot (``snapshot`` ``last`` /
+   ``last_in_data_collection``: re-snapshot reconciliation), removes every stored row older than it and makes every
+   older change stale. A snapshot's cut is just below its own rows (``<source position>/``), so it removes exactly
+   the rows the snapshot did not see and nothing changed after the snapshot began.
+2. Every change is classified against the stored row's ``_cdc_position``, the key's tombstone and the table's cut
+   watermark: ``insert`` (no live row before, one after), ``update``, ``delete`` (a live row goes),
+   ``noop`` (a delete of no live row), ``stale`` (not newer: skipped).
+3. Columns a change did not carry (``unavailable``: unchanged TOAST) take the value of the key's previous non-stale
+   change in the batch, else keep the stored value.
+4. Per key, the change with the highest position wins; ``MERGE INTO`` performs the actions, re-checking positions in
+   its conditions, so a concurrent writer's newer row is never overwritten (commit conflicts are retried). Into an
+   empty table, inserts are a plain append (no MERGE).
+5. Non-stale changes are appended to the table's changelog (``cdclake_changelog.<namespace>__<table>``), once per
+   batch, before the table is changed.
 
-Deleted keys keep their delete position in ``cdclake_meta.tombstones`` (and a truncate its position as the
-table's watermark), so a late or replayed older change cannot resurrect a deleted row: a change is applied only
-if it is newer than the stored row, the key's tombstone and the truncate watermark.
+Deletes: ``hard`` (default) removes the row and keeps its delete position in ``cdclake_meta.tombstones`` (cuts
+keep theirs as the table's watermark), so a late or replayed older change cannot resurrect it; ``soft`` keeps the
+row with ``_cdc_is_deleted`` true (the row is its own tombstone).
+
+Every commit's snapshot summary records ``cdclake.source``, ``cdclake.batch-id`` and ``cdclake.max-position``. Every
+step is idempotent, so a crash anywhere followed by a re-run gives the table a clean run gives.
 
 Target rows carry bookkeeping columns: ``_cdc_position``, ``_cdc_op``, ``_cdc_source_ts``, ``_cdc_batch_id``,
-``_cdc_applied_at``. Columns the source did not send (``unavailable``, e.g. unchanged TOAST) keep their stored value.
+``_cdc_applied_at`` (and ``_cdc_is_deleted`` in soft mode).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -27,7 +40,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from cdclake import docpatch, tombstones
-from cdclake.catalog import KEY_COLUMNS_PROPERTY, ensure_namespace, table_exists, table_schema
+from cdclake.catalog import (
+    CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, table_exists, table_properties, table_schema,
+)
+from cdclake.evolution import widening
+from cdclake.exceptions import ConfigError
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.normalize import staged_tables, staging_dir
 from cdclake.pipeline import ApplyResult, TableCounts
@@ -42,53 +59,114 @@ BOOKKEEPING: tuple[tuple[str, str], ...] = (
     ("_cdc_batch_id", "string"),
     ("_cdc_applied_at", "timestamp"),
 )
-TABLE_PROPERTIES = {
-    "format-version": "2",
-    "write.merge.mode": "merge-on-read",
-    "write.update.mode": "merge-on-read",
-    "write.delete.mode": "merge-on-read",
-}
+SOFT_DELETE_COLUMN = "_cdc_is_deleted"
+DELETE_MODE_PROPERTY = "cdclake.delete-mode"
+SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
+"""``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""
+COMMIT_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """How changes are applied to one table.
+
+    Attributes:
+        delete_mode: ``hard`` (rows are removed, tombstones kept) or ``soft`` (rows kept, ``_cdc_is_deleted``).
+        write_mode: ``merge-on-read`` (default; cheap commits, delete files) or ``copy-on-write``.
+        partition: Iceberg partition transforms for a new table, e.g. ``("bucket(16, id)",)``; None: bucket(16) on
+            the first key column; ``()``: unpartitioned.
+        reconcile_snapshots: Delete rows a completed snapshot did not see (and nothing changed since it began).
+        changelog: Append every non-stale change to the table's changelog table.
+    """
+
+    delete_mode: str = "hard"
+    write_mode: str = "merge-on-read"
+    partition: tuple[str, ...] | None = None
+    reconcile_snapshots: bool = True
+    changelog: bool = True
+
+    def __post_init__(self) -> None:
+        if self.delete_mode not in ("hard", "soft"):
+            raise ConfigError(f"delete_mode must be 'hard' or 'soft', not {self.delete_mode!r}")
+        if self.write_mode not in ("merge-on-read", "copy-on-write"):
+            raise ConfigError(f"write_mode must be 'merge-on-read' or 'copy-on-write', not {self.write_mode!r}")
+
+    @property
+    def soft(self) -> bool:
+        return self.delete_mode == "soft"
+
+    def partition_for(self, key: Sequence[str]) -> tuple[str, ...]:
+        """The partition transforms of a new table with this key."""
+        if self.partition is not None:
+            return self.partition
+        return (f"bucket(16, {_q(key[0])})",) if key else ()
 
 
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def create_table_sql(name: str, columns: Sequence[StructField], key: Sequence[str]) -> str:
-    """``CREATE TABLE`` for a CDC target: user columns, bookkeeping columns, v2 merge-on-read properties."""
+def _lit(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _bookkeeping(soft: bool) -> list[tuple[str, str]]:
+    return [*BOOKKEEPING, (SOFT_DELETE_COLUMN, "boolean")] if soft else list(BOOKKEEPING)
+
+
+def _write_properties(options: ApplyOptions) -> dict[str, str]:
+    return {f"write.{kind}.mode": options.write_mode for kind in ("merge", "update", "delete")}
+
+
+def create_table_sql(name: str, columns: Sequence[StructField], key: Sequence[str],
+                     options: ApplyOptions = ApplyOptions()) -> str:
+    """``CREATE TABLE`` for a CDC target: user columns, bookkeeping columns, partitioning, v2 properties."""
     cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
-    cols += [f"{_q(n)} {t}" for n, t in BOOKKEEPING]
-    props = dict(TABLE_PROPERTIES, **{KEY_COLUMNS_PROPERTY: ",".join(key)})
+    cols += [f"{_q(n)} {t}" for n, t in _bookkeeping(options.soft)]
+    props = {"format-version": "2", **_write_properties(options), KEY_COLUMNS_PROPERTY: ",".join(key),
+             DELETE_MODE_PROPERTY: options.delete_mode}
     props_sql = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
-    return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg TBLPROPERTIES ({props_sql})"
+    partition = options.partition_for(key)
+    partitioned = f" PARTITIONED BY ({', '.join(partition)})" if partition else ""
+    return (f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg{partitioned} "
+            f"TBLPROPERTIES ({props_sql})")
 
 
-def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Sequence[str]) -> str:
-    """The MERGE statement applying classified changes (pure; see the module docstring).
+def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Sequence[str], soft: bool = False) -> str:
+    """The MERGE statement applying classified winners (pure; see the module docstring).
 
     Args:
         target: Spark name of the Iceberg table.
         source_view: Temp view of winners with ``_action`` and ``_unavailable`` columns.
         key: Primary-key columns.
         columns: Non-key user columns.
+        soft: Soft-delete mode (deletes flag the row instead of removing it).
 
     Returns:
         SQL text.
     """
     on = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in key)
     newer = "s._cdc_position > t._cdc_position"
-    sets = [
-        f"t.{_q(c)} = CASE WHEN array_contains(s._unavailable, '{c}') THEN t.{_q(c)} ELSE s.{_q(c)} END"
+    values = [
+        f"t.{_q(c)} = CASE WHEN array_contains(s._unavailable, {_lit(c)}) THEN t.{_q(c)} ELSE s.{_q(c)} END"
         for c in columns
     ]
-    sets += [f"t.{_q(n)} = s.{_q(n)}" for n, _ in BOOKKEEPING]
-    all_cols = [*key, *columns, *(n for n, _ in BOOKKEEPING)]
+    marks = [f"t.{_q(n)} = s.{_q(n)}" for n, _ in _bookkeeping(soft)]
+    all_cols = [*key, *columns, *(n for n, _ in _bookkeeping(soft))]
+    insert = f"INSERT ({', '.join(_q(c) for c in all_cols)}) VALUES ({', '.join('s.' + _q(c) for c in all_cols)})"
+    if soft:
+        return (
+            f"MERGE INTO {target} t USING {source_view} s ON {on}\n"
+            f"WHEN MATCHED AND s._action IN ('delete', 'noop') AND {newer} THEN UPDATE SET {', '.join(marks)}\n"
+            f"WHEN MATCHED AND s._action IN ('insert', 'update') AND {newer} "
+            f"THEN UPDATE SET {', '.join(values + marks)}\n"
+            f"WHEN NOT MATCHED AND s._action IN ('insert', 'noop') THEN {insert}"
+        )
     return (
         f"MERGE INTO {target} t USING {source_view} s ON {on}\n"
         f"WHEN MATCHED AND s._action = 'delete' AND {newer} THEN DELETE\n"
-        f"WHEN MATCHED AND s._action = 'update' AND {newer} THEN UPDATE SET {', '.join(sets)}\n"
-        f"WHEN NOT MATCHED AND s._action = 'insert' THEN INSERT ({', '.join(_q(c) for c in all_cols)}) "
-        f"VALUES ({', '.join('s.' + _q(c) for c in all_cols)})"
+        f"WHEN MATCHED AND s._action = 'update' AND {newer} THEN UPDATE SET {', '.join(values + marks)}\n"
+        f"WHEN NOT MATCHED AND s._action = 'insert' THEN {insert}"
     )
 
 
@@ -119,6 +197,7 @@ def flatten(changes: DataFrame, key: Sequence[str], columns: Sequence[StructFiel
         F.col("source_ts").alias("_cdc_source_ts"),
         F.col("batch_id").alias("_cdc_batch_id"),
         F.current_timestamp().alias("_cdc_applied_at"),
+        (F.col("op") == "d").alias(SOFT_DELETE_COLUMN),
         F.coalesce(F.col("unavailable"), F.array().cast("array<string>")).alias("_unavailable"),
         (F.col("patch") if "patch" in changes.columns else F.lit(None).cast("string")).alias("_patch"),
     )
@@ -161,51 +240,148 @@ def fold_patches(flat: DataFrame, stored: DataFrame, key: Sequence[str]) -> Data
     return folded.select(*key, *[outputs[c].alias(c) for c in others])
 
 
-def classify(winners: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],
-             watermark: str | None = None) -> DataFrame:
-    """Add ``_action`` (insert/update/delete/stale/noop) by comparing winners with stored positions (pure).
+def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],
+             watermark: str | None = None, *, soft: bool = False) -> DataFrame:
+    """Add ``_action`` (insert/update/delete/noop/stale) to each change, against the stored row (pure).
 
     Args:
-        winners: One change per key, with ``_key_json``.
-        stored: The table (key columns and ``_cdc_position``).
+        changes: Flat changes (any number per key), with ``_key_json``.
+        stored: The table (key columns, ``_cdc_position``, and ``_cdc_is_deleted`` in soft mode).
         tombstones: Deleted keys of the table: ``_key_json``, ``_tomb_position``.
         key: Key columns.
-        watermark: Position of the table's latest truncate, or None.
+        watermark: The table's cut (latest truncate or snapshot end), or None.
+        soft: Soft-delete mode (a stored row may be a deleted one).
     """
-    stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"))
-    joined = winners.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
+    live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
+    stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"), live.alias("_stored_live"))
+    joined = changes.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
     is_delete = F.col("_cdc_op") == "d"
     pos = F.col("_cdc_position")
-    not_newer_than_truncate = pos <= F.lit(watermark) if watermark is not None else F.lit(False)
+    not_newer_than_cut = pos <= F.lit(watermark) if watermark is not None else F.lit(False)
+    tombstoned = F.col("_tomb_position").isNotNull() & (pos <= F.col("_tomb_position"))
     action = (
-        F.when(not_newer_than_truncate, "stale")
+        F.when(not_newer_than_cut, "stale")
         .when(F.col("_stored_position").isNull(),
-              F.when(F.col("_tomb_position").isNotNull() & (pos <= F.col("_tomb_position")), "stale")
-              .when(is_delete, "noop").otherwise("insert"))
+              F.when(tombstoned, "stale").when(is_delete, "noop").otherwise("insert"))
         .when(pos <= F.col("_stored_position"), "stale")
-        .when(is_delete, "delete")
-        .otherwise("update")
+        .when(F.col("_stored_live"), F.when(is_delete, "delete").otherwise("update"))
+        .when(is_delete, "noop")
+        .otherwise("insert")
     )
-    return joined.withColumn("_action", action).drop("_stored_position", "_tomb_position")
+    return joined.withColumn("_action", action).drop("_stored_position", "_stored_live", "_tomb_position")
 
 
-def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str]) -> dict[str, DataType]:
-    """Create the table, or add columns it lacks; return the table's user column types."""
+def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    """Unavailable columns take the value of the key's previous non-stale change in the batch that carried one (pure).
+
+    What stays unavailable after this keeps the stored value (MERGE).
+    """
+    w = Window.partitionBy(*key).orderBy("_cdc_position").rowsBetween(Window.unboundedPreceding, -1)
+    carried = F.col("_action").isin("insert", "update")
+    filled: list[Column] = []
+    out = classified
+    for c in columns:
+        missing = F.array_contains(F.col("_unavailable"), c)
+        previous = F.last(F.when(carried & ~missing, F.struct(F.col(c).alias("v"))), ignorenulls=True).over(w)
+        out = out.withColumn(f"_prev_{c}", previous)
+        filled.append(F.when(missing & F.col(f"_prev_{c}").isNotNull(), F.lit(c)))
+    out = out.withColumn("_filled", F.filter(F.array(*filled), lambda x: x.isNotNull()))
+    for c in columns:
+        out = out.withColumn(c, F.when(F.array_contains(F.col("_filled"), c), F.col(f"_prev_{c}.v"))
+                             .otherwise(F.col(c)))
+    return (out.withColumn("_unavailable", F.array_except(F.col("_unavailable"), F.col("_filled")))
+            .drop("_filled", *[f"_prev_{c}" for c in columns]))
+
+
+def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
+                  options: ApplyOptions) -> dict[str, DataType]:
+    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types."""
     name = spark_table_name(tid)
     if not table_exists(spark, tid):
         ensure_namespace(spark, split_table_id(tid)[0])
-        spark.sql(create_table_sql(name, columns, key))
-        log.info("created table %s (key %s)", tid, ",".join(key))
+        spark.sql(create_table_sql(name, columns, key, options))
+        if key:
+            spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
+        log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
+                 options.delete_mode, options.write_mode, ", ".join(options.partition_for(key)) or "nothing")
+    else:
+        props = table_properties(spark, tid)
+        created_soft = props.get(DELETE_MODE_PROPERTY) == "soft"
+        if created_soft and not options.soft:
+            raise ConfigError(f"table {tid} keeps soft-deleted rows (delete mode soft); switching it to hard deletes "
+                              "would drop them silently: purge them yourself, then set the table property "
+                              f"{DELETE_MODE_PROPERTY}=hard")
+        wanted = dict(_write_properties(options), **({DELETE_MODE_PROPERTY: "soft"} if options.soft else {}))
+        changed = {k: v for k, v in wanted.items() if props.get(k) != v}
+        if changed:
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ("
+                      + ", ".join(f"'{k}'='{v}'" for k, v in changed.items()) + ")")
+            log.info("table %s: properties %s", tid, changed)
     existing = {f.name: f.dataType for f in table_schema(spark, tid).fields}
     for f in columns:
         if f.name not in existing:
             spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
             log.info("table %s: added column %s %s", tid, f.name, f.dataType.simpleString())
             existing[f.name] = f.dataType
+        elif widening(existing[f.name], f.dataType):
+            spark.sql(f"ALTER TABLE {name} ALTER COLUMN {_q(f.name)} TYPE {f.dataType.simpleString()}")
+            log.info("table %s: widened column %s %s -> %s", tid, f.name, existing[f.name].simpleString(),
+                     f.dataType.simpleString())
+            existing[f.name] = f.dataType
+    if options.soft and SOFT_DELETE_COLUMN not in existing:
+        spark.sql(f"ALTER TABLE {name} ADD COLUMN {SOFT_DELETE_COLUMN} boolean")
     return {n: t for n, t in existing.items() if not n.startswith("_cdc_")}
 
 
-def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str]) -> TableCounts:
+def changelog_table_id(tid: str) -> str:
+    """``namespace.table`` of a table's changelog: ``cdclake_changelog.<namespace>__<table>``."""
+    namespace, table = split_table_id(tid)
+    return f"{CHANGELOG_NAMESPACE}.{namespace}__{table}"
+
+
+def _committed_batch(spark: SparkSession, tid: str, source: str, batch_id: str) -> bool:
+    """Whether a table has a commit recorded for (source, batch)."""
+    if not table_exists(spark, tid):
+        return False
+    return bool(spark.sql(
+        f"SELECT 1 FROM {spark_table_name(tid)}.snapshots WHERE summary['cdclake.batch-id'] = {_lit(batch_id)} "
+        f"AND summary['cdclake.source'] = {_lit(source)} LIMIT 1").collect())
+
+
+def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: Sequence[StructField],
+                      key: Sequence[str], *, source: str, batch_id: str) -> None:
+    """Append a batch's non-stale changes to the table's changelog, unless this batch already did."""
+    cid = changelog_table_id(tid)
+    name = spark_table_name(cid)
+    if _committed_batch(spark, cid, source, batch_id):
+        log.info("changelog %s already holds batch %s", cid, batch_id)
+        return
+    layout = list(columns)
+    if not table_exists(spark, cid):
+        ensure_namespace(spark, CHANGELOG_NAMESPACE)
+        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in layout]
+        cols += [f"{_q(n)} {t}" for n, t in BOOKKEEPING]
+        cols += ["`_cdc_action` string", "`_cdc_unavailable` array<string>"]
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg "
+                  f"PARTITIONED BY (days(_cdc_applied_at)) TBLPROPERTIES ('format-version'='2', "
+                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
+    present = {f.name for f in table_schema(spark, cid).fields}
+    for f in layout:
+        if f.name not in present:
+            spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    (rows.select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
+                 F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"))
+     .writeTo(name).append())
+
+
+def _is_commit_conflict(exc: Exception) -> bool:
+    text = str(exc)
+    return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
+
+
+def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
+                options: ApplyOptions = ApplyOptions(), source: str | None = None,
+                batch_id: str | None = None) -> TableCounts:
     """Apply one table's canonical records of one batch; see the module docstring.
 
     Args:
@@ -213,6 +389,9 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
         changes: Canonical change records of the table.
         tid: ``namespace.table``.
         key: Primary-key columns.
+        options: Delete mode, write mode, partitioning, reconciliation, changelog.
+        source: Source name (commit bookkeeping); default: the records' ``source``.
+        batch_id: Batch id (commit bookkeeping); default: the records' ``batch_id``.
 
     Returns:
         What the batch did to the table.
@@ -220,43 +399,107 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     name = spark_table_name(tid)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
-    types = _ensure_table(spark, tid, after_type.fields, key)
+    types = _ensure_table(spark, tid, after_type.fields, key, options)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
-
     tombstones.ensure_table(spark)
+
     has_patch = F.col("patch").isNotNull() if "patch" in changes.columns else F.lit(False)
-    truncated_at, patches = changes.agg(F.max(F.when(F.col("op") == "t", F.col("position"))),
-                                        F.count_if(has_patch)).first()
-    if truncated_at is not None:
-        spark.sql(f"DELETE FROM {name} WHERE _cdc_position < '{truncated_at}'")
-        tombstones.record_truncate(spark, tid, truncated_at)
-        log.info("table %s: truncate at %s", tid, truncated_at)
-    changes = changes.where(F.col("op") != "t")
-    flat = flatten(changes, key, [f for f in columns if f.name in value_columns])
-    if patches:
-        flat = fold_patches(flat, spark.table(name), key)
-    winners = latest_per_key(flat, key).withColumn("_key_json", F.to_json(F.struct(*key)))
-    rows_before = spark.table(name).count()
-    classified = classify(winners, spark.table(name), tombstones.of_table(spark, tid), key,
-                          watermark=tombstones.watermark(spark, tid)).persist()
+    ends_snapshot = F.col("snapshot").isin(*SNAPSHOT_END_MARKERS) if options.reconcile_snapshots else F.lit(False)
+    stats = changes.agg(
+        F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
+        F.max(F.when(ends_snapshot, F.concat(F.substring_index("position", "/", 1), F.lit("/")))).alias("snapshot"),
+        F.count_if(has_patch).alias("patches"),
+        F.count_if(F.size(F.coalesce("unavailable", F.array())) > 0).alias("partial"),
+        F.max("position").alias("max_position"),
+        F.first("source", ignorenulls=True).alias("source"),
+        F.first("batch_id", ignorenulls=True).alias("batch_id"),
+    ).first()
+    source = source or stats["source"] or "default"
+    batch_id = batch_id or stats["batch_id"] or "unknown"
+    cut = max((p for p in (stats["truncate"], stats["snapshot"]) if p is not None), default=None)
+    props = {"cdclake.source": source, "cdclake.batch-id": batch_id,
+             "cdclake.max-position": stats["max_position"] or ""}
+
+    flat = flatten(changes.where(F.col("op") != "t"), key, [f for f in columns if f.name in value_columns])
+    if stats["patches"]:
+        flat = fold_patches(flat, spark.table(name), key).withColumn(SOFT_DELETE_COLUMN, F.col("_cdc_op") == "d")
+    flat = flat.withColumn("_key_json", F.to_json(F.struct(*key)))
+
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            with commit_properties(spark, props):
+                return _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
+                                         value_columns=value_columns, options=options, cut=cut,
+                                         partial=bool(stats["partial"]), source=source, batch_id=batch_id,
+                                         truncated_at=stats["truncate"])
+        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
+            if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
+                raise
+            log.warning("table %s: commit conflict (attempt %d of %d), re-classifying: %s", tid, attempt,
+                        COMMIT_ATTEMPTS, str(exc).splitlines()[0])
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
+                      columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions,
+                      cut: str | None, partial: bool, source: str, batch_id: str,
+                      truncated_at: str | None) -> TableCounts:
+    """Classify against the table as it is now, then changelog, cut, MERGE and tombstones (one attempt)."""
+    soft = options.soft
+    live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
+    previous = tombstones.watermark(spark, tid)
+    watermark = max((p for p in (previous, cut) if p is not None), default=None)
+    stored = spark.table(name)
+    if cut is not None:
+        stored = stored.where(F.col("_cdc_position") >= F.lit(cut))
+    classified = classify(flat, stored, tombstones.of_table(spark, tid), key, watermark=watermark, soft=soft)
+    if partial and value_columns:
+        classified = fill_unavailable(classified, key, value_columns)
+    classified = classified.persist()
     try:
-        counts = {r["_action"]: r["count"] for r in classified.groupBy("_action").count().collect()}
+        if options.changelog:
+            _append_changelog(spark, tid, classified.where(F.col("_action") != "stale"), columns, key,
+                              source=source, batch_id=batch_id)
+        cut_rows = 0
+        if cut is not None and (previous is None or cut > previous):
+            doomed = spark.table(name).where((F.col("_cdc_position") < F.lit(cut)) & live)
+            cut_rows = doomed.count()
+            if soft:
+                spark.sql(f"UPDATE {name} SET {SOFT_DELETE_COLUMN} = true, _cdc_op = 't', "
+                          f"_cdc_position = {_lit(cut)}, _cdc_batch_id = {_lit(batch_id)}, "
+                          f"_cdc_applied_at = current_timestamp() "
+                          f"WHERE _cdc_position < {_lit(cut)} AND NOT coalesce({SOFT_DELETE_COLUMN}, false)")
+            else:
+                spark.sql(f"DELETE FROM {name} WHERE _cdc_position < {_lit(cut)}")
+            tombstones.record_truncate(spark, tid, cut)
+            log.info("table %s: %s at %s removed %d rows", tid,
+                     "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows)
+        winners = latest_per_key(classified, key)
+        counts = {r["_action"]: r["count"] for r in winners.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
-        if inserted + updated + deleted:
-            if rows_before == 0 and not (updated or deleted):
-                keep = [*key, *value_columns, *(n for n, _ in BOOKKEEPING)]
-                classified.where(F.col("_action") == "insert").select(*keep).writeTo(name).append()
+        noop = counts.get("noop", 0)
+        rows_before = spark.table(name).where(live).count()
+        acting = ("insert", "update", "delete", "noop") if soft else ("insert", "update", "delete")
+        keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(soft))]
+        if inserted + updated + deleted + (noop if soft else 0):
+            if spark.table(name).limit(1).count() == 0 and not (updated or deleted):
+                winners.where(F.col("_action").isin("insert", "noop" if soft else "insert")).select(*keep) \
+                    .writeTo(name).append()
             else:
                 view = f"cdclake_src_{abs(hash((tid, id(classified))))}"
-                classified.where(F.col("_action").isin("insert", "update", "delete")).createOrReplaceTempView(view)
-                spark.sql(merge_sql(name, view, key=key, columns=value_columns))
-                spark.catalog.dropTempView(view)
-        tombstones.record_deletes(spark, tid, classified.where(
-            (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
+                winners.where(F.col("_action").isin(*acting)).createOrReplaceTempView(view)
+                try:
+                    spark.sql(merge_sql(name, view, key=key, columns=value_columns, soft=soft))
+                finally:
+                    spark.catalog.dropTempView(view)
+        if not soft:
+            tombstones.record_deletes(spark, tid, winners.where(
+                (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
         result = TableCounts(
             inserted=inserted, updated=updated, deleted=deleted, skipped_stale=counts.get("stale", 0),
-            rows_before=rows_before, rows_after=rows_before + inserted - deleted,
+            rows_before=rows_before, rows_after=rows_before + inserted - deleted, truncated=cut_rows,
         )
         log.info("applied to %s: %s", tid, result.to_dict())
         return result
@@ -264,8 +507,13 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
         classified.unpersist()
 
 
-def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str) -> ApplyResult:
+def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str,
+                options: "dict[str, ApplyOptions] | None" = None,
+                default: ApplyOptions = ApplyOptions()) -> ApplyResult:
     """Apply every table staged for a batch (normalize it first).
+
+    Args:
+        options: Per-table apply options (``namespace.table`` -> options); others get ``default``.
 
     Returns:
         Counts per table.
@@ -276,5 +524,6 @@ def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, bat
         path = staging_dir(settings, source, batch_id) / tid
         if not path.exists():
             continue
-        results[tid] = apply_table(spark, spark.read.parquet(str(path)), tid=tid, key=info["key"])
+        results[tid] = apply_table(spark, spark.read.parquet(str(path)), tid=tid, key=info["key"],
+                                   options=(options or {}).get(tid, default), source=source, batch_id=batch_id)
     return ApplyResult(source, batch_id, results)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.settings import CATALOG_NAME, META_NAMESPACE, LakeSettings
@@ -62,6 +63,35 @@ def pyiceberg_catalog(settings: LakeSettings) -> "SqlCatalog":
     return SqlCatalog(CATALOG_NAME, **props)
 
 
+CHANGELOG_NAMESPACE = "cdclake_changelog"
+"""Namespace of the tables' changelogs (``<namespace>__<table>``)."""
+
+
 def is_meta_namespace(namespace: str) -> bool:
-    """True for cdclake's own namespace."""
-    return namespace == META_NAMESPACE
+    """True for cdclake's own namespaces (bookkeeping, changelogs)."""
+    return namespace in (META_NAMESPACE, CHANGELOG_NAMESPACE)
+
+
+@contextmanager
+def commit_properties(spark: "SparkSession", properties: dict[str, str]) -> Iterator[None]:
+    """Record ``properties`` in the snapshot summary of every Iceberg commit this thread makes inside the block.
+
+    Iceberg's Spark writer reads them from ``org.apache.iceberg.spark.CommitMetadata``'s thread-local (the public
+    ``withCommitProperties`` takes a Java ``Callable``); PySpark pins each Python thread to one JVM thread, and a
+    query commits on the thread that runs it, so setting that thread-local around ``spark.sql`` works. Write options
+    (``snapshot-property.*``) would cover DataFrame writes only, not ``MERGE``/``DELETE``/``UPDATE``.
+    """
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    field = jvm.java.lang.Class.forName("org.apache.iceberg.spark.CommitMetadata", True, loader) \
+        .getDeclaredField("COMMIT_PROPERTIES")
+    field.setAccessible(True)
+    local = field.get(None)
+    values = jvm.java.util.HashMap()
+    for k, v in properties.items():
+        values.put(k, v)
+    local.set(values)
+    try:
+        yield
+    finally:
+        local.remove()

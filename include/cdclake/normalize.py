@@ -40,6 +40,7 @@ from pyspark.sql.types import (
 
 from cdclake import quarantine
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
+from cdclake.evolution import incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
@@ -255,8 +256,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
             columns = list(_merge_columns([table_columns(s) for s in schemas if s]))
-            known = _merge_columns([_existing_columns(spark, tid) if exists else [],
-                                    list(declared.columns.values())])
+            current = _existing_columns(spark, tid) if exists else []
+            known = _merge_columns([current, list(declared.columns.values())])
             if not columns:
                 columns = list(known)
             else:
@@ -274,6 +275,12 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 columns += [c for c in inferred if c.name in untyped]
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
+            continue
+        table_types = {c.name: c.data_type for c in current}
+        conflict = next((r for c in columns if c.name in table_types
+                         for r in [incompatibility(c.name, table_types[c.name], c.data_type)] if r), None)
+        if conflict:
+            problems[tid] = f"table {tid}: {conflict}"
             continue
         key: list[str] = []
         for v in variants:

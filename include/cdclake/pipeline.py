@@ -16,7 +16,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
+    from typing import Mapping
+
     from pyspark.sql import SparkSession
+
+    from cdclake.apply import ApplyOptions
 
     from cdclake.keys import KeySpec
     from cdclake.quality import ValidationSummary
@@ -70,7 +74,11 @@ class NormalizeResult:
 
 @dataclass(frozen=True)
 class TableCounts:
-    """Effect of one batch on one table. ``rows_before + inserted - deleted == rows_after``."""
+    """Effect of one batch on one table. ``rows_before + inserted - deleted == rows_after``.
+
+    ``rows_before`` counts live rows after the batch's cut (a truncate, or a completed snapshot's reconciliation),
+    which removed ``truncated`` rows.
+    """
 
     inserted: int = 0
     updated: int = 0
@@ -78,6 +86,7 @@ class TableCounts:
     skipped_stale: int = 0
     rows_before: int = 0
     rows_after: int = 0
+    truncated: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -168,13 +177,22 @@ def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: 
     return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys)
 
 
-def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> ApplyResult:
-    """Apply a normalized batch to its Iceberg tables (see :mod:`cdclake.apply`)."""
+def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
+                options: "Mapping[str, ApplyOptions] | None" = None,
+                default: "ApplyOptions | None" = None) -> ApplyResult:
+    """Apply a normalized batch to its Iceberg tables (see :mod:`cdclake.apply`).
+
+    Args:
+        options: Per-table apply options (delete mode, write mode, partitioning, ...); others get ``default``
+            (cdclake's defaults when None).
+    """
     import json
 
+    from cdclake.apply import ApplyOptions
     from cdclake.apply import apply_batch as run
 
-    result = run(spark, settings, source=source, batch_id=batch_id)
+    result = run(spark, settings, source=source, batch_id=batch_id, options=dict(options or {}),
+                 default=default or ApplyOptions())
     marker = _applied_marker(settings, source, batch_id)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(result.to_dict(), indent=2))

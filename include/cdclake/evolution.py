@@ -1,0 +1,49 @@
+"""Which column type changes an Iceberg table can take (schema evolution rules, pure).
+
+Iceberg widens in place only ``int -> long``, ``float -> double`` and a decimal's precision (same scale). A change
+arriving with a narrower type than the table's (an ``int`` into a ``long`` column) fits: it is cast on write. Any
+other difference (``string`` into ``int``, a narrower decimal scale, ``timestamp`` vs ``timestamp_ntz``) is
+incompatible: the affected changes are quarantined with that reason instead of being cast with loss.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ByteType, DataType, DecimalType, DoubleType, FloatType, IntegerType, LongType, ShortType,
+)
+
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+def widening(table: DataType, incoming: DataType) -> bool:
+    """Whether the table's column type must be widened in place to take ``incoming`` (and Iceberg can)."""
+    if isinstance(table, (ByteType, ShortType, IntegerType)) and isinstance(incoming, LongType):
+        return True
+    if isinstance(table, FloatType) and isinstance(incoming, DoubleType):
+        return True
+    return (isinstance(table, DecimalType) and isinstance(incoming, DecimalType)
+            and incoming.scale == table.scale and incoming.precision > table.precision)
+
+
+def fits(table: DataType, incoming: DataType) -> bool:
+    """Whether values of ``incoming`` type are written into a ``table`` column without loss (cast on write)."""
+    if table == incoming:
+        return True
+    if isinstance(table, LongType) and isinstance(incoming, _INTEGRAL):
+        return True
+    if isinstance(table, IntegerType) and isinstance(incoming, (ByteType, ShortType)):
+        return True
+    if isinstance(table, DoubleType) and isinstance(incoming, (FloatType, ByteType, ShortType, IntegerType)):
+        return True
+    if isinstance(table, DecimalType) and isinstance(incoming, DecimalType):
+        return incoming.scale == table.scale and incoming.precision <= table.precision
+    return False
+
+
+def incompatibility(column: str, table: DataType, incoming: DataType) -> str | None:
+    """Why a change of a column's type cannot be applied, or None when it can (same, fits, or widening)."""
+    if fits(table, incoming) or widening(table, incoming):
+        return None
+    return (f"column {column} arrives as {incoming.simpleString()} but the table has {table.simpleString()}; "
+            "Iceberg widens only int->long, float->double and decimal precision (same scale), so these changes "
+            "are held back: evolve the table by hand (or rename the column at the source), then replay them")

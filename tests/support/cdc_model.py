@@ -1,0 +1,262 @@
+"""A simulated PostgreSQL table behind Debezium, and a plain-Python reference applier, for the apply property tests.
+
+Nothing here imports cdclake: the product is compared with this model, never with itself.
+
+* :func:`simulate` runs logical operations (insert, update, delete, primary-key change, truncate, re-snapshot,
+  a column added) against an in-memory table and records the change events Debezium's PostgreSQL connector would
+  emit: one LSN per event, snapshot rows sharing the snapshot's LSN, ``before`` with keys only (REPLICA IDENTITY
+  DEFAULT), the unchanged-TOAST placeholder for ``note`` in some updates, a Kafka tombstone after each delete.
+  It also returns the table's true final content.
+* :func:`encode` renders events as ``kcat -J`` lines with the JSON converter's schema envelope.
+* :func:`reference_apply` defines cdclake's apply semantics sequentially over micro-batches in arrival order:
+  per-key high-water mark by position ``(lsn, batch, index)``, tombstones, truncate and snapshot-end cuts, TOAST
+  placeholders keeping the stored value, hard or soft deletes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+PLACEHOLDER = "__debezium_unavailable_value"
+COLUMNS = ("name", "qty", "note")
+EXTRA = "extra"
+SNAPSHOT_END = ("last", "last_in_data_collection")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One Debezium change event of the simulated table."""
+
+    lsn: int
+    op: str
+    key: int | None
+    after: dict[str, Any] | None = None
+    snapshot: str | None = None
+    toast: bool = False
+    with_extra: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lsn": self.lsn, "op": self.op, "key": self.key, "after": self.after, "snapshot": self.snapshot,
+                "toast": self.toast, "with_extra": self.with_extra}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Event":
+        return cls(**data)
+
+
+@dataclass
+class _Db:
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    lsn: int = 1000
+    has_extra: bool = False
+    events: list[Event] = field(default_factory=list)
+    counter: int = 0
+
+    def next_lsn(self) -> int:
+        self.lsn += 8
+        return self.lsn
+
+    def values(self, fresh_note: bool = True, old: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.counter += 1
+        n = self.counter
+        row = {"name": f"n{n}", "qty": n % 7 if n % 5 else None,
+               "note": (f"note-{n}" if fresh_note or old is None else old["note"])}
+        if self.has_extra:
+            row[EXTRA] = n * 1000
+        return row
+
+    def emit(self, op: str, key: int | None, after: dict[str, Any] | None, **kw: Any) -> None:
+        self.events.append(Event(self.next_lsn(), op, key, after, with_extra=self.has_extra, **kw))
+
+
+def simulate(actions: Iterable[tuple[Any, ...]]) -> tuple[list[Event], dict[int, dict[str, Any]]]:
+    """Run logical operations; return the emitted events (source order) and the table's true final rows.
+
+    Actions: ``("upsert", key)``, ``("update", key, keep_note)``, ``("delete", key)``, ``("rekey", key, new)``,
+    ``("truncate",)``, ``("snapshot", style)`` (style 0: first/true/last, 1: with ``*_in_data_collection``),
+    ``("add_column",)``. An action that does not apply to the current rows becomes the nearest one that does.
+    """
+    db = _Db()
+    for action in actions:
+        kind = action[0]
+        if kind in ("upsert", "update"):
+            key = action[1]
+            if key not in db.rows:
+                db.rows[key] = db.values()
+                db.emit("c", key, dict(db.rows[key]))
+                continue
+            keep_note = kind == "update" and action[2]
+            db.rows[key] = db.values(fresh_note=not keep_note, old=db.rows[key])
+            after = dict(db.rows[key])
+            if keep_note:
+                after["note"] = PLACEHOLDER
+            db.emit("u", key, after, toast=keep_note)
+        elif kind == "delete":
+            key = action[1]
+            if key in db.rows:
+                del db.rows[key]
+                db.emit("d", key, None)
+        elif kind == "rekey":
+            key, new = action[1], action[2]
+            if key in db.rows and new not in db.rows:
+                db.rows[new] = db.rows.pop(key)
+                db.emit("d", key, None)
+                db.emit("c", new, dict(db.rows[new]))
+        elif kind == "truncate":
+            db.rows.clear()
+            db.emit("t", None, None)
+        elif kind == "snapshot":
+            if not db.rows:
+                continue
+            s = db.next_lsn()
+            keys = sorted(db.rows)
+            for i, key in enumerate(keys):
+                marker = "true"
+                if i == 0:
+                    marker = "first" if action[1] == 0 else "first_in_data_collection"
+                if i == len(keys) - 1:
+                    marker = "last" if action[1] == 0 else "last_in_data_collection"
+                db.events.append(Event(s, "r", key, dict(db.rows[key]), snapshot=marker, with_extra=db.has_extra))
+        elif kind == "add_column":
+            if not db.has_extra:
+                db.has_extra = True
+                for row in db.rows.values():
+                    row[EXTRA] = None
+        else:
+            raise ValueError(f"unknown action {action!r}")
+    for row in db.rows.values():
+        row.setdefault(EXTRA, None)
+    return db.events, db.rows
+
+
+# ---- encoding -------------------------------------------------------------------------------------------------------
+
+def _fields(with_extra: bool) -> list[dict[str, Any]]:
+    fields = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": "string", "optional": True, "field": "name"},
+              {"type": "int32", "optional": True, "field": "qty"},
+              {"type": "string", "optional": True, "field": "note"}]
+    if with_extra:
+        fields.append({"type": "int64", "optional": True, "field": EXTRA})
+    return fields
+
+
+_SOURCE = {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.Source", "field": "source",
+           "fields": [{"type": "string", "optional": False, "field": "version"},
+                      {"type": "string", "optional": False, "field": "connector"},
+                      {"type": "string", "optional": False, "field": "name"},
+                      {"type": "int64", "optional": False, "field": "ts_ms"},
+                      {"type": "string", "optional": True, "field": "snapshot"},
+                      {"type": "string", "optional": False, "field": "db"},
+                      {"type": "string", "optional": False, "field": "schema"},
+                      {"type": "string", "optional": False, "field": "table"},
+                      {"type": "int64", "optional": True, "field": "txId"},
+                      {"type": "int64", "optional": True, "field": "lsn"}]}
+
+
+def encode(event: Event, *, schema: str, table: str, offset: int) -> list[str]:
+    """The ``kcat -J`` line(s) of one event: the change, plus a tombstone after a delete."""
+    topic = f"srv.{schema}.{table}"
+    row = {"type": "struct", "optional": True, "name": f"{topic}.Value", "fields": _fields(event.with_extra)}
+    envelope = {"type": "struct", "optional": False, "name": f"{topic}.Envelope", "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"}, _SOURCE,
+        {"type": "string", "optional": False, "field": "op"}, {"type": "int64", "optional": True, "field": "ts_ms"}]}
+    ts = 1_700_000_000_000 + event.lsn
+    source = {"version": "2.7.0.Final", "connector": "postgresql", "name": "srv", "ts_ms": ts,
+              "snapshot": event.snapshot or "false", "db": "shop", "schema": schema, "table": table,
+              "txId": event.lsn // 8, "lsn": event.lsn}
+    after = None if event.after is None else {"id": event.key, **event.after}
+    before = {"id": event.key, "name": None, "qty": None, "note": None} if event.op == "d" else None
+    if before is not None and event.with_extra:
+        before[EXTRA] = None
+    payload = {"before": before, "after": after, "source": source, "op": event.op, "ts_ms": ts + 3}
+    key = None
+    if event.key is not None:
+        key = json.dumps({"schema": {"type": "struct", "optional": False, "name": f"{topic}.Key",
+                                     "fields": [{"type": "int32", "optional": False, "field": "id"}]},
+                          "payload": {"id": event.key}})
+    lines = [json.dumps({"topic": topic, "partition": 0, "offset": offset, "ts": ts, "key": key,
+                         "payload": json.dumps({"schema": envelope, "payload": payload})})]
+    if event.op == "d":
+        lines.append(json.dumps({"topic": topic, "partition": 0, "offset": offset + 1, "ts": ts, "key": key,
+                                 "payload": None}))
+    return lines
+
+
+# ---- reference applier ---------------------------------------------------------------------------------------------
+
+Position = tuple[int, int, int]
+
+
+@dataclass
+class StoredRow:
+    position: Position
+    values: dict[str, Any]
+    deleted: bool = False
+
+
+@dataclass
+class Reference:
+    """cdclake's apply semantics, one change at a time, over batches in arrival order."""
+
+    soft: bool = False
+    rows: dict[int, StoredRow] = field(default_factory=dict)
+    tombs: dict[int, Position] = field(default_factory=dict)
+    cut: Position | None = None
+
+    def apply_batch(self, seq: int, events: list[Event]) -> None:
+        """Apply one micro-batch; ``seq`` is its landing order (the tie-breaker after the LSN)."""
+        positioned = [((e.lsn, seq, i), e) for i, e in enumerate(events)]
+        cuts = [p for p, e in positioned if e.op == "t"]
+        cuts += [(e.lsn, -1, -1) for _, e in positioned if e.snapshot in SNAPSHOT_END]
+        cut = max(cuts, default=None)
+        if cut is not None and (self.cut is None or cut > self.cut):
+            for key, row in list(self.rows.items()):
+                if row.position < cut and not row.deleted:
+                    if self.soft:
+                        self.rows[key] = StoredRow(cut, row.values, deleted=True)
+                    else:
+                        del self.rows[key]
+            self.cut = cut
+        for pos, e in sorted((pe for pe in positioned if pe[1].op != "t"), key=lambda pe: pe[0]):
+            self._change(pos, e)
+
+    def _change(self, pos: Position, e: Event) -> None:
+        assert e.key is not None
+        if self.cut is not None and pos <= self.cut:
+            return
+        stored = self.rows.get(e.key)
+        if stored is None:
+            tomb = self.tombs.get(e.key)
+            if tomb is not None and pos <= tomb:
+                return
+        elif pos <= stored.position:
+            return
+        if e.op == "d":
+            if self.soft:
+                values = stored.values if stored is not None else {c: None for c in (*COLUMNS, EXTRA)}
+                self.rows[e.key] = StoredRow(pos, values, deleted=True)
+            else:
+                self.rows.pop(e.key, None)
+                self.tombs[e.key] = max(pos, self.tombs.get(e.key, pos))
+            return
+        assert e.after is not None
+        values = {c: e.after.get(c) for c in (*COLUMNS, EXTRA)}
+        if e.toast:
+            values["note"] = stored.values.get("note") if stored is not None else None
+        self.rows[e.key] = StoredRow(pos, values)
+
+    def live(self) -> dict[int, dict[str, Any]]:
+        """Rows a reader sees: key -> values."""
+        return {k: dict(r.values) for k, r in self.rows.items() if not r.deleted}
+
+    def all_rows(self) -> dict[int, tuple[dict[str, Any], bool]]:
+        """Every stored row (soft mode keeps deleted ones): key -> (values, deleted)."""
+        return {k: (dict(r.values), r.deleted) for k, r in self.rows.items()}
+
+
+def with_events(batches: list[list[Event]]) -> list[list[Event]]:
+    """A copy (events are immutable; batches are lists)."""
+    return [[replace(e) for e in b] for b in batches]
