@@ -39,7 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from cdclake import docpatch, tombstones
+from cdclake import docpatch, faults, tombstones
 from cdclake.catalog import (
     CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, table_exists, table_properties, table_schema,
 )
@@ -457,11 +457,13 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
     classified = classify(flat, stored, tombstones.of_table(spark, tid), key, watermark=watermark, soft=soft)
     if partial and value_columns:
         classified = fill_unavailable(classified, key, value_columns)
-    classified = classified.persist()
+    # Materialized now: the steps below change the table the classification read.
+    classified = classified.localCheckpoint(eager=True)
     try:
         if options.changelog:
             _append_changelog(spark, tid, classified.where(F.col("_action") != "stale"), columns, key,
                               source=source, batch_id=batch_id)
+            faults.point("apply:after-changelog")
         cut_rows = 0
         if cut is not None and (previous is None or cut > previous):
             doomed = spark.table(name).where((F.col("_cdc_position") < F.lit(cut)) & live)
@@ -476,6 +478,7 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             tombstones.record_truncate(spark, tid, cut)
             log.info("table %s: %s at %s removed %d rows", tid,
                      "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows)
+            faults.point("apply:after-cut")
         winners = latest_per_key(classified, key)
         counts = {r["_action"]: r["count"] for r in winners.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
@@ -494,9 +497,11 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                     spark.sql(merge_sql(name, view, key=key, columns=value_columns, soft=soft))
                 finally:
                     spark.catalog.dropTempView(view)
+            faults.point("apply:after-merge")
         if not soft:
             tombstones.record_deletes(spark, tid, winners.where(
                 (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
+        faults.point("apply:after-tombstones")
         result = TableCounts(
             inserted=inserted, updated=updated, deleted=deleted, skipped_stale=counts.get("stale", 0),
             rows_before=rows_before, rows_after=rows_before + inserted - deleted, truncated=cut_rows,
