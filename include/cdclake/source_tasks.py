@@ -249,3 +249,114 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
         text += f"; quarantine policy: batch(es) {', '.join(batches)} are reported, not yet moved out"
     log.warning("%s", text)
     return report
+
+
+# --- the manual replay DAG (dags/cdclake_replay.py) ---------------------------------------------------------------
+
+REPLAY_MODES = ("replay", "resnapshot", "quarantine-replay")
+
+
+def select_batches(settings: LakeSettings, source: str, *, batch_from: str = "", batch_to: str = "",
+                   time_from: str = "", time_to: str = "") -> list[str]:
+    """A source's landed batches within a batch-id range and/or a landing-time range (both inclusive).
+
+    Args:
+        settings: The lake.
+        source: Source name.
+        batch_from: First batch id (``00000003`` or ``3``); empty: from the first.
+        batch_to: Last batch id; empty: to the last.
+        time_from: ISO-8601 time; batches landed (manifest ``created_at``) at or after it.
+        time_to: ISO-8601 time; batches landed at or before it.
+
+    Raises:
+        SourceConfigError: A bound is not a batch number or an ISO-8601 time.
+    """
+    from cdclake.landing import list_batches, read_manifest
+
+    def batch_bound(value: str, name: str) -> str | None:
+        if not value:
+            return None
+        if not value.isdigit():
+            raise SourceConfigError(f"param {name}={value!r}: expected a batch id such as 00000003")
+        return value.zfill(8)
+
+    def time_bound(value: str, name: str) -> datetime | None:
+        if not value:
+            return None
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise SourceConfigError(f"param {name}={value!r}: expected an ISO-8601 time such as "
+                                    "2026-01-31T12:00:00+00:00") from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    low, high = batch_bound(batch_from, "batch_from"), batch_bound(batch_to, "batch_to")
+    start, end = time_bound(time_from, "time_from"), time_bound(time_to, "time_to")
+    selected = []
+    for batch_id in list_batches(settings, source):
+        if (low and batch_id < low) or (high and batch_id > high):
+            continue
+        if start or end:
+            landed = datetime.fromisoformat(read_manifest(settings, source, batch_id)["created_at"])
+            if (start and landed < start) or (end and landed > end):
+                continue
+        selected.append(batch_id)
+    return selected
+
+
+def replay(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the replay DAG's recovery action (see ``dags/cdclake_replay.py``).
+
+    Args:
+        params: ``source``, ``mode``, ``tables`` (globs; empty: every table the source applies), ``batch_from``,
+            ``batch_to``, ``time_from``, ``time_to``, ``reason`` (quarantine-replay filter).
+
+    Returns:
+        ``{"mode", "source", "batches": {batch: {table: counts}}}`` for replay, ``{"mode", "source", "replays":
+        [ReplayResult dicts]}`` for quarantine-replay.
+
+    Raises:
+        SourceConfigError: Unknown source or mode, bad ranges, no batch selected, or ``resnapshot`` (which the
+            source itself must perform; the message says how).
+    """
+    import fnmatch
+
+    from cdclake import pipeline
+    from cdclake.keys import KeySpec
+
+    source = str(params.get("source") or "")
+    mode = str(params.get("mode") or "")
+    if mode not in REPLAY_MODES:
+        raise SourceConfigError(f"param mode={mode!r}: expected one of {', '.join(REPLAY_MODES)}")
+    config = source_config(source)
+    settings = lake_settings()
+    keys = KeySpec.parse(config.declared_keys())
+    if mode == "resnapshot":
+        raise SourceConfigError(
+            f"mode resnapshot: source {source!r} must produce the new snapshot itself -- e.g. a Debezium "
+            "'execute-snapshot' signal (signal table or Kafka signal topic) for the tables, a canal/DRS full sync; "
+            "the snapshot then lands as ordinary batches, and its rows never override newer streamed changes. "
+            "cdclake does not send source signals.")
+    if mode == "quarantine-replay":
+        results = pipeline.replay_quarantine(_spark(settings), settings, source=source,
+                                             reason=str(params.get("reason") or "") or None, keys=keys)
+        log.info("quarantine-replay of %s: %d group(s) replayed", source, len(results))
+        return {"mode": mode, "source": source, "replays": [r.to_dict() for r in results]}
+
+    batches = select_batches(settings, source, batch_from=str(params.get("batch_from") or ""),
+                             batch_to=str(params.get("batch_to") or ""), time_from=str(params.get("time_from") or ""),
+                             time_to=str(params.get("time_to") or ""))
+    if not batches:
+        raise SourceConfigError(f"no landed batch of source {source!r} matches the given batch/time range")
+    patterns = [p for p in params.get("tables") or [] if p]
+    spark = _spark(settings)
+    out: dict[str, Any] = {}
+    for batch_id in batches:
+        pipeline.normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=config.format, keys=keys)
+        staged = pipeline.staged_table_ids(settings, source, batch_id)
+        tables = [t for t in staged if config.applies_to(t)
+                  and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))]
+        result = pipeline.apply_batch(spark, settings, source=source, batch_id=batch_id, tables=tables)
+        out[batch_id] = {t: c.to_dict() for t, c in result.tables.items()}
+        log.info("replayed batch %s of %s into %s", batch_id, source, ", ".join(tables) or "no table")
+    return {"mode": mode, "source": source, "batches": out}
