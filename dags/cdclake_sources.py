@@ -79,9 +79,9 @@ def build_dag(config: SourceConfig) -> Any:
             from cdclake import source_tasks
 
             context = get_current_context()
-            start, end = context["data_interval_start"], context["data_interval_end"]
-            if start is None or end is None:  # a manual run has no interval; it stands for the moment it runs
-                start = end = context["logical_date"] or context["run_after"]
+            start, end = context.get("data_interval_start"), context.get("data_interval_end")
+            if start is None or end is None:  # a manual run without a logical date stands for when it runs
+                start = end = context.get("logical_date") or context["dag_run"].run_after
             return _call(source_tasks.land_batch, source, interval_start=start, interval_end=end)
 
         @task(task_id="normalize_batch")

@@ -78,10 +78,21 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
     # A fourth interval with nothing new short-circuits; then a backfill re-runs alpha's three intervals.
     plan.append({"runs": [{"dag_id": alpha_dag, "logical_date": (DATES[-1] + timedelta(days=1)).isoformat()}]})
     plan.append({"runs": [{"dag_id": alpha_dag, "logical_date": d.isoformat()} for d in DATES]})
+    # The manual replay DAG, each mode.
+    replay_date = DATES[-1] + timedelta(days=2)
+    plan.append({"runs": [
+        {"dag_id": "cdclake_replay", "logical_date": (replay_date + timedelta(hours=i)).isoformat(), "conf": conf}
+        for i, conf in enumerate([
+            {"source": "alpha", "mode": "replay", "batch_from": "2", "batch_to": "00000003",
+             "tables": ["public.*"]},
+            {"source": "beta", "mode": "quarantine-replay"},
+            {"source": "alpha", "mode": "resnapshot"},
+        ])]})
     runs = _run_plan(env, plan, tmp_path, "runs")
+    replayed, quarantine_replayed, resnapshot = runs[8:11]
 
     first = [runs[0], runs[2], runs[3]]
-    beta, idle, again = runs[1], runs[4], runs[5:]
+    beta, idle, again = runs[1], runs[4], runs[5:8]
     for run in [*first, beta]:
         assert run["state"] == "success", run
         table = SOURCES[run["dag_id"].split("__")[1]][0]
@@ -104,6 +115,19 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
         counts = after["xcom"]["apply_table[0]"]["batches"]
         assert all(c["inserted"] == c["updated"] == c["deleted"] == 0 for c in counts.values()), counts
         assert after["xcom"]["apply_table[0]"]["rows_after"] == first[-1]["xcom"]["apply_table[0]"]["rows_after"]
+
+    # replay: exactly batches 2..3, re-applied without effect; quarantine-replay: nothing was quarantined;
+    # resnapshot: fails, telling the operator what the source must do.
+    assert replayed["state"] == "success", replayed["tasks"]
+    result = replayed["xcom"]["run_replay"]
+    assert sorted(result["batches"]) == ["00000002", "00000003"]
+    assert all(set(tables) == {"public.customers"} for tables in result["batches"].values()), result
+    assert all(c["inserted"] == c["updated"] == c["deleted"] == 0
+               for tables in result["batches"].values() for c in tables.values()), result
+    assert quarantine_replayed["state"] == "success"
+    assert quarantine_replayed["xcom"]["run_replay"] == {"mode": "quarantine-replay", "source": "beta", "replays": []}
+    assert resnapshot["state"] == "failed" and resnapshot["tasks"]["run_replay"] == "failed"
+    assert "execute-snapshot" in (tmp_path / "runs.log").read_text()
 
     settings = LakeSettings.from_env(lake, env={})
     assert list_tables(settings) == sorted(expected)
