@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -40,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from cdclake import docpatch, faults, tombstones
+from cdclake.apply_options import ApplyOptions
 from cdclake.catalog import (
     CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, table_exists, table_properties, table_schema,
 )
@@ -64,42 +64,6 @@ DELETE_MODE_PROPERTY = "cdclake.delete-mode"
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
 """``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""
 COMMIT_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class ApplyOptions:
-    """How changes are applied to one table.
-
-    Attributes:
-        delete_mode: ``hard`` (rows are removed, tombstones kept) or ``soft`` (rows kept, ``_cdc_is_deleted``).
-        write_mode: ``merge-on-read`` (default; cheap commits, delete files) or ``copy-on-write``.
-        partition: Iceberg partition transforms for a new table, e.g. ``("bucket(16, id)",)``; None: bucket(16) on
-            the first key column; ``()``: unpartitioned.
-        reconcile_snapshots: Delete rows a completed snapshot did not see (and nothing changed since it began).
-        changelog: Append every non-stale change to the table's changelog table.
-    """
-
-    delete_mode: str = "hard"
-    write_mode: str = "merge-on-read"
-    partition: tuple[str, ...] | None = None
-    reconcile_snapshots: bool = True
-    changelog: bool = True
-
-    def __post_init__(self) -> None:
-        if self.delete_mode not in ("hard", "soft"):
-            raise ConfigError(f"delete_mode must be 'hard' or 'soft', not {self.delete_mode!r}")
-        if self.write_mode not in ("merge-on-read", "copy-on-write"):
-            raise ConfigError(f"write_mode must be 'merge-on-read' or 'copy-on-write', not {self.write_mode!r}")
-
-    @property
-    def soft(self) -> bool:
-        return self.delete_mode == "soft"
-
-    def partition_for(self, key: Sequence[str]) -> tuple[str, ...]:
-        """The partition transforms of a new table with this key."""
-        if self.partition is not None:
-            return self.partition
-        return (f"bucket(16, {_q(key[0])})",) if key else ()
 
 
 def _q(name: str) -> str:

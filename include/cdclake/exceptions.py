@@ -25,3 +25,7 @@ class UnknownFormatError(ConfigError):
 
 class SchemaError(CdclakeError):
     """A change cannot be mapped onto the target table's schema (incompatible type change, unknown type)."""
+
+
+class SourceConfigError(ConfigError):
+    """A source config file (``include/sources/*.yaml``) is invalid; the message names the file, line and field."""

@@ -54,3 +54,10 @@ def split_table_id(tid: str) -> tuple[str, str]:
 def meta_table(name: str) -> str:
     """``namespace.table`` of one of cdclake's own tables (quarantine, validation results)."""
     return f"{META_NAMESPACE}.{name}"
+
+
+def asset_uri(tid: str) -> str:
+    """The Airflow Asset URI of a lake table, ``iceberg://lake/<namespace>.<table>``; DAGs that consume a table
+    schedule on ``Asset(asset_uri("public.orders"))``."""
+    namespace, table = split_table_id(tid)
+    return f"iceberg://{CATALOG_NAME}/{namespace}.{table}"

@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 if TYPE_CHECKING:
     from typing import Mapping
 
     from pyspark.sql import SparkSession
 
-    from cdclake.apply import ApplyOptions
-
+    from cdclake.apply_options import ApplyOptions
     from cdclake.keys import KeySpec
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings
@@ -178,25 +177,79 @@ def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: 
 
 
 def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
-                options: "Mapping[str, ApplyOptions] | None" = None,
+                tables: "Collection[str] | None" = None, options: "Mapping[str, ApplyOptions] | None" = None,
                 default: "ApplyOptions | None" = None) -> ApplyResult:
     """Apply a normalized batch to its Iceberg tables (see :mod:`cdclake.apply`).
 
     Args:
+        spark: The session.
+        settings: The lake.
+        source: Source name.
+        batch_id: The normalized batch.
+        tables: Apply only these staged tables (``namespace.table``); None applies every staged table. Either
+            way the batch is then marked applied.
         options: Per-table apply options (delete mode, write mode, partitioning, ...); others get ``default``
             (cdclake's defaults when None).
     """
-    import json
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.normalize import staging_dir
 
-    from cdclake.apply import ApplyOptions
-    from cdclake.apply import apply_batch as run
+    chosen = dict(options or {})
+    fallback = default or ApplyOptions()
+    wanted = set(tables) if tables is not None else None
+    result = ApplyResult(source, batch_id, {
+        tid: apply_staged_table(spark, settings, source=source, batch_id=batch_id, table_id=tid,
+                                options=chosen.get(tid, fallback))
+        for tid in staged_table_ids(settings, source, batch_id)
+        if (wanted is None or tid in wanted) and (staging_dir(settings, source, batch_id) / tid).exists()
+    })
+    mark_applied(settings, result)
+    return result
 
-    result = run(spark, settings, source=source, batch_id=batch_id, options=dict(options or {}),
-                 default=default or ApplyOptions())
-    marker = _applied_marker(settings, source, batch_id)
+
+# --- per-table stages (used by the per-source DAGs, where each table is its own mapped task) -------------------
+
+def staged_table_ids(settings: "LakeSettings", source: str, batch_id: str) -> list[str]:
+    """Tables normalize staged for a batch, sorted (empty when the batch was not normalized)."""
+    from cdclake.normalize import staged_tables
+
+    return sorted(staged_tables(settings, source, batch_id))
+
+
+def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
+                       table_id: str, options: "ApplyOptions | None" = None) -> TableCounts:
+    """Apply one table's staged changes of a normalized batch; the batch is not marked applied (see
+    :func:`mark_applied`). A table the batch did not stage is a no-op with the table's current row count.
+
+    Raises:
+        StorageError: The batch was not normalized.
+    """
+    from cdclake.apply import apply_table
+    from cdclake.exceptions import StorageError
+    from cdclake.normalize import staged_tables, staging_dir
+
+    tables = staged_tables(settings, source, batch_id)
+    if not tables:
+        raise StorageError(f"batch {batch_id} of source {source!r} is not normalized "
+                           f"(no staging marker under {staging_dir(settings, source, batch_id)})")
+    path = staging_dir(settings, source, batch_id) / table_id
+    if table_id not in tables or not path.exists():
+        from cdclake.catalog import table_exists
+        from cdclake.identity import spark_table_name
+
+        rows = spark.table(spark_table_name(table_id)).count() if table_exists(spark, table_id) else 0
+        return TableCounts(rows_before=rows, rows_after=rows)
+    from cdclake.apply_options import ApplyOptions
+
+    return apply_table(spark, spark.read.parquet(str(path)), tid=table_id, key=tables[table_id]["key"],
+                       options=options or ApplyOptions(), source=source, batch_id=batch_id)
+
+
+def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:
+    """Record that a batch was applied (what :func:`is_applied` and :func:`next_batch` read)."""
+    marker = _applied_marker(settings, result.source, result.batch_id)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(result.to_dict(), indent=2))
-    return result
 
 
 def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,

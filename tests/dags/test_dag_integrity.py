@@ -90,19 +90,49 @@ def test_no_import_errors(dagbag: dict[str, Any]) -> None:
 
 
 def test_every_file_defines_the_dag_named_after_it(dagbag: dict[str, Any]) -> None:
-    by_file = {Path(d["fileloc"]).name: dag_id for dag_id, d in dagbag["dags"].items()}
+    # A generating file (cdclake_sources.py) defines `<file name>__<name>` DAGs, one per config file.
+    by_file: dict[str, set[str]] = {}
+    for dag_id, d in dagbag["dags"].items():
+        by_file.setdefault(Path(d["fileloc"]).name, set()).add(dag_id)
     for path in DAG_FILES:
-        assert by_file.get(path.name) == path.stem, f"{path.name} should define the DAG {path.stem!r}"
+        ids = by_file.get(path.name, set())
+        assert ids, f"{path.name} defines no DAG"
+        assert all(i == path.stem or i.startswith(path.stem + "__") for i in ids), \
+            f"{path.name} should define the DAG {path.stem!r} (or generated {path.stem}__<name> DAGs), not {ids}"
 
 
-@pytest.mark.parametrize("dag_id", [p.stem for p in DAG_FILES])
-def test_dag_is_documented_tagged_owned_and_retries(dagbag: dict[str, Any], dag_id: str) -> None:
-    dag = dagbag["dags"][dag_id]
-    assert dag["tags"], f"{dag_id} has no tags"
-    assert dag["doc_md"] and dag["doc_md"].strip(), f"{dag_id} has no doc_md"
-    for task_id, task in dag["tasks"].items():
-        assert task["owner"] and task["owner"] != "airflow", f"{dag_id}.{task_id} has the default owner"
-        assert task["retries"] >= 1, f"{dag_id}.{task_id} has retries={task['retries']}"
+def test_one_ingestion_dag_per_source_config(dagbag: dict[str, Any]) -> None:
+    from cdclake.config import load_sources
+
+    sources = load_sources()
+    assert {i for i in dagbag["dags"] if i.startswith("cdclake_sources__")} == {c.dag_id for c in sources.values()}
+    for config in sources.values():
+        dag = dagbag["dags"][config.dag_id]
+        assert f"source:{config.name}" in dag["tags"]
+        assert dag["max_active_runs"] == 1
+        tasks = dag["tasks"]
+        assert {t: v["upstream"] for t, v in tasks.items()} == {
+            "land_batch": [],
+            "normalize_batch": ["land_batch"],
+            "apply_table": ["normalize_batch"],
+            "validate_table": ["apply_table"],
+            "mark_applied": ["apply_table", "land_batch"],
+        }
+        assert "ShortCircuit" in tasks["land_batch"]["operator"]
+        assert tasks["apply_table"]["operator"] == tasks["validate_table"]["operator"] == "DecoratedMappedOperator"
+        assert all(t["retries"] == config.retries for t in tasks.values())
+
+
+@pytest.mark.parametrize("file_name", [p.name for p in DAG_FILES])
+def test_dag_is_documented_tagged_owned_and_retries(dagbag: dict[str, Any], file_name: str) -> None:
+    dags = {i: d for i, d in dagbag["dags"].items() if Path(d["fileloc"]).name == file_name}
+    assert dags, f"{file_name} defines no DAG"
+    for dag_id, dag in dags.items():
+        assert dag["tags"], f"{dag_id} has no tags"
+        assert dag["doc_md"] and dag["doc_md"].strip(), f"{dag_id} has no doc_md"
+        for task_id, task in dag["tasks"].items():
+            assert task["owner"] and task["owner"] != "airflow", f"{dag_id}.{task_id} has the default owner"
+            assert task["retries"] >= 1, f"{dag_id}.{task_id} has retries={task['retries']}"
 
 
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)
@@ -156,7 +186,11 @@ def test_local_airflow_home_registers_every_dag(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     listed = json.loads(next(ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("[")))
-    assert {d["dag_id"] for d in listed} == {p.stem for p in DAG_FILES}
+    expected = {p.stem for p in DAG_FILES if p.stem != "cdclake_sources"}
+    from cdclake.config import load_sources
+
+    expected |= {c.dag_id for c in load_sources().values()}
+    assert {d["dag_id"] for d in listed} == expected
     assert all(d["is_paused"] in (True, "True") for d in listed), "DAGs must start paused"
 
     # Set up once: a second call neither migrates again nor changes the secrets.
@@ -165,3 +199,20 @@ def test_local_airflow_home_registers_every_dag(tmp_path: Path) -> None:
     assert airflow_home.prepare(home) == env
     assert marker.stat().st_mtime_ns == stamp
     assert (home / "airflow.cfg").read_text() == config
+
+
+def test_cdclake_replay_is_manual_and_its_form_explains_every_field(dagbag: dict[str, Any]) -> None:
+    from cdclake.config import load_sources
+
+    params = dagbag["dags"]["cdclake_replay"]["params"]
+    assert set(params) == {"source", "mode", "tables", "batch_from", "batch_to", "time_from", "time_to", "reason"}
+    assert all(p["description"] and p["schema"].get("title") for p in params.values()), params
+    assert params["mode"]["schema"]["enum"] == ["replay", "resnapshot", "quarantine-replay"]
+    assert params["source"]["schema"]["enum"] == sorted(load_sources())
+
+
+def test_cdclake_maintenance_maps_one_task_per_table(dagbag: dict[str, Any]) -> None:
+    tasks = dagbag["dags"]["cdclake_maintenance"]["tasks"]
+    assert {t: v["upstream"] for t, v in tasks.items()} == {
+        "list_tables": [], "maintain_table": ["list_tables"], "report": ["maintain_table"]}
+    assert tasks["maintain_table"]["operator"] == "DecoratedMappedOperator"

@@ -1,0 +1,143 @@
+"""
+### cdclake_sources: one ingestion DAG per source config (`include/sources/<name>.yaml`)
+
+Each file under the sources directory (`CDCLAKE_SOURCES_DIR`, default `include/sources`) becomes the DAG
+`cdclake_sources__<name>`, on the source's `schedule`, with its `retries`. Adding a source means adding a file.
+A run covers one data interval:
+
+1. **land_batch** lands the inbox's new files as the next batch (or resumes a landed-but-unapplied one) and
+   records it as the interval's batch. Nothing new: the rest of the run is skipped (short-circuit). A re-run of
+   an interval (clear, backfill) reprocesses exactly the batches recorded for it, so runs are idempotent per
+   data interval and `airflow backfill create` converges to the same tables.
+2. **normalize_batch** maps the messages onto canonical change records per table and lists the tables the source
+   applies (`tables.include`/`exclude`).
+3. **apply_table** (dynamic task mapping, one task per table) merges the table's changes and emits an asset event
+   for `iceberg://lake/<namespace>.<table>` through the source's asset alias `cdclake.<name>.tables`, so DAGs
+   can be scheduled on a table's Asset.
+4. **validate_table** (mapped likewise) runs the table's data-quality suite and freshness SLA under its
+   `dq_policy` (fail, warn, quarantine).
+5. **mark_applied** records the batch as applied when every table is applied.
+
+Options per table (key override, partition spec, delete/write mode, DDL/DQ policy, freshness SLA, maintenance
+thresholds) come from the same file; see `cdclake.config`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from airflow.sdk import Asset, AssetAlias, dag, get_current_context, task
+
+from cdclake.config import SourceConfig, load_sources
+from cdclake.exceptions import SourceConfigError
+
+DAG_ID = "cdclake_sources"
+log = logging.getLogger(__name__)
+
+
+def asset_alias(source: str) -> AssetAlias:
+    """The alias under which a source's table tasks emit their tables' asset events."""
+    return AssetAlias(f"cdclake.{source}.tables")
+
+
+def _call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a task body; a configuration error fails the task at once, since retrying cannot fix it."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from cdclake.exceptions import ConfigError
+
+    try:
+        return body(*args, **kwargs)
+    except ConfigError as exc:
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
+
+
+def build_dag(config: SourceConfig) -> Any:
+    """The ingestion DAG of one source (see the module docstring)."""
+    source = config.name
+    alias = asset_alias(source)
+
+    @dag(
+        dag_id=config.dag_id,
+        schedule=config.schedule,
+        start_date=config.start_date,
+        catchup=False,
+        max_active_runs=1,
+        doc_md=__doc__,
+        description=f"{config.format} changes of source {source} into Iceberg tables",
+        tags=["cdclake", "cdc", "iceberg", f"source:{source}"],
+        default_args={
+            "owner": "cdclake",
+            "retries": config.retries,
+            "retry_delay": config.retry_delay,
+        },
+    )
+    def ingest() -> None:
+        @task.short_circuit(task_id="land_batch")
+        def land_batch() -> dict[str, Any] | None:
+            from cdclake import source_tasks
+
+            context = get_current_context()
+            start, end = context.get("data_interval_start"), context.get("data_interval_end")
+            if start is None or end is None:  # a manual run without a logical date stands for when it runs
+                start = end = context.get("logical_date") or context["dag_run"].run_after
+            return _call(source_tasks.land_batch, source, interval_start=start, interval_end=end)
+
+        @task(task_id="normalize_batch")
+        def normalize_batch(landed: dict[str, Any]) -> list[dict[str, Any]]:
+            from cdclake import source_tasks
+
+            return _call(source_tasks.normalize_batch, source, landed)
+
+        @task(task_id="apply_table", outlets=[alias], map_index_template="{{ cdclake_table }}")
+        def apply_table(table_id: str, batches: list[str]) -> dict[str, Any]:
+            from cdclake import source_tasks
+            from cdclake.identity import asset_uri
+
+            context = get_current_context()
+            context["cdclake_table"] = table_id  # type: ignore[typeddict-unknown-key]  # names the mapped task
+            result = _call(source_tasks.apply_table, source, table_id, batches)
+            totals = {k: sum(c[k] for c in result["batches"].values()) for k in ("inserted", "updated", "deleted")}
+            context["outlet_events"][alias].add(Asset(asset_uri(table_id)),
+                                                extra={"batches": batches, "rows": result["rows_after"], **totals})
+            return result
+
+        @task(task_id="validate_table", map_index_template="{{ cdclake_table }}")
+        def validate_table(applied: dict[str, Any]) -> dict[str, Any]:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from cdclake import source_tasks
+
+            context = get_current_context()
+            context["cdclake_table"] = applied["table_id"]  # type: ignore[typeddict-unknown-key]
+            try:
+                return _call(source_tasks.validate_table, source, applied, run_id=context["run_id"])
+            except source_tasks.TableValidationError as exc:
+                context["ti"].xcom_push(key="return_value", value=exc.report)
+                raise AirflowFailException(str(exc)) from exc
+
+        @task(task_id="mark_applied", trigger_rule="none_failed")
+        def mark_applied(landed: dict[str, Any], applied: list[dict[str, Any]] | None) -> dict[str, Any]:
+            from cdclake import source_tasks
+
+            return _call(source_tasks.mark_applied, source, landed["batches"], list(applied or []))
+
+        landed = land_batch()
+        applied = apply_table.expand_kwargs(normalize_batch(landed))
+        validate_table.expand(applied=applied)
+        mark_applied(landed, applied)
+
+    return ingest()
+
+
+def _load() -> dict[str, SourceConfig]:
+    try:
+        return load_sources()
+    except SourceConfigError as exc:
+        # Fail the file's import so the DAG processor shows which source file and field is wrong.
+        raise SourceConfigError(f"cannot build the source DAGs:\n{exc}") from None
+
+
+for _config in _load().values():
+    globals()[_config.dag_id] = build_dag(_config)

@@ -1,0 +1,51 @@
+"""How changes are applied to one table (a plain dataclass, importable without Spark: DAG files build it)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from cdclake.exceptions import ConfigError
+
+_KEY_WORD = re.compile(r"(?<![\w`])key(?![\w`])")
+_PLURAL = re.compile(r"\b(year|month|day|hour)\(")
+"""Iceberg's Spark DDL spells the time transforms years/months/days/hours."""
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """How changes are applied to one table.
+
+    Attributes:
+        delete_mode: ``hard`` (rows are removed, tombstones kept) or ``soft`` (rows kept, ``_cdc_is_deleted``).
+        write_mode: ``merge-on-read`` (default; cheap commits, delete files) or ``copy-on-write``.
+        partition: Iceberg partition transforms for a new table, e.g. ``("bucket(16, id)",)``, where ``key``
+            stands for the first key column; None: ``bucket(16, key)``; ``()``: unpartitioned.
+        reconcile_snapshots: Delete rows a completed snapshot did not see (and nothing changed since it began).
+        changelog: Append every non-stale change to the table's changelog table.
+    """
+
+    delete_mode: str = "hard"
+    write_mode: str = "merge-on-read"
+    partition: tuple[str, ...] | None = None
+    reconcile_snapshots: bool = True
+    changelog: bool = True
+
+    def __post_init__(self) -> None:
+        if self.delete_mode not in ("hard", "soft"):
+            raise ConfigError(f"delete_mode must be 'hard' or 'soft', not {self.delete_mode!r}")
+        if self.write_mode not in ("merge-on-read", "copy-on-write"):
+            raise ConfigError(f"write_mode must be 'merge-on-read' or 'copy-on-write', not {self.write_mode!r}")
+
+    @property
+    def soft(self) -> bool:
+        return self.delete_mode == "soft"
+
+    def partition_for(self, key: Sequence[str]) -> tuple[str, ...]:
+        """The partition transforms of a new table with this key."""
+        spec = self.partition if self.partition is not None else ("bucket(16, key)",)
+        if not key:
+            return tuple(f for f in spec if not _KEY_WORD.search(f))
+        first = "`" + key[0].replace("`", "``") + "`"
+        return tuple(_KEY_WORD.sub(first, _PLURAL.sub(lambda m: m.group(1) + "s(", f)) for f in spec)

@@ -1,0 +1,365 @@
+"""Task bodies of the per-source ingestion DAGs (``dags/cdclake_sources.py``): plain functions returning JSON.
+
+One run of a source's DAG covers one data interval::
+
+    land_batch -> normalize_batch -> apply_table[table] (mapped) -> validate_table[table] (mapped)
+                                                             \\-> mark_applied
+
+**Idempotent per data interval.** The first run of an interval lands what is new (or resumes a landed-but-unapplied
+batch) and records the interval's batches in the raw zone (``intervals/<start>--<end>.json``, put-if-absent, next
+to the manifests). Any later run of the same interval -- a clear, a retry of the whole run, an ``airflow backfill``
+-- finds that record and reprocesses exactly those batches: normalize again, apply again (applying is idempotent
+by source position), validate again. An interval that found nothing new records an empty list and stays empty.
+
+Heavy modules (Spark, Great Expectations) are imported inside the functions, when a task runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from cdclake.config import SourceConfig, load_source, sources_dir
+from cdclake.exceptions import CdclakeError, SourceConfigError
+from cdclake.settings import LakeSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+SPARK_APP_NAME = "cdclake-source"
+INTERVALS_PREFIX = "intervals/"
+
+
+class TableValidationError(CdclakeError):
+    """A table failed validation under ``dq_policy: fail``; ``report`` is what :func:`validate_table` returns."""
+
+    def __init__(self, message: str, report: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def source_config(source: str) -> SourceConfig:
+    """The config of one source from the sources directory (``CDCLAKE_SOURCES_DIR`` or ``include/sources``).
+
+    Raises:
+        SourceConfigError: No such file, or the file is invalid.
+    """
+    path = sources_dir() / f"{source}.yaml"
+    if not path.is_file():
+        raise SourceConfigError(f"{path}: no config file for source {source!r}")
+    return load_source(path)
+
+
+def lake_settings() -> LakeSettings:
+    """The lake of the DAG runs: ``CDCLAKE_LAKE`` and the other ``CDCLAKE_*`` variables of the worker."""
+    return LakeSettings.from_env()
+
+
+def _spark(settings: LakeSettings) -> SparkSession:
+    from cdclake.spark import get_spark
+
+    return get_spark(settings, app_name=SPARK_APP_NAME)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def interval_key(start: datetime, end: datetime) -> str:
+    """Raw-zone key of the record of the batches an interval processed."""
+    return f"{INTERVALS_PREFIX}{_stamp(start)}--{_stamp(end)}.json"
+
+
+def land_batch(source: str, *, interval_start: datetime, interval_end: datetime) -> dict[str, Any] | None:
+    """The batches of a data interval: recorded ones on a re-run, else the next batch (resumed or newly landed).
+
+    Args:
+        source: Source name.
+        interval_start: The run's data interval start.
+        interval_end: The run's data interval end.
+
+    Returns:
+        ``{"source", "batches", "reprocess", "interval"}``, or None when the interval has no batch (the DAG then
+        skips the rest of the run).
+    """
+    from cdclake import pipeline
+    from cdclake.landing import raw_store
+
+    config = source_config(source)
+    settings = lake_settings()
+    store = raw_store(settings, source)
+    key = interval_key(interval_start, interval_end)
+    interval = f"{interval_start.isoformat()} -- {interval_end.isoformat()}"
+    if store.exists(key):
+        batches = json.loads(store.read_bytes(key))["batches"]
+        log.info("source %s, interval %s ran before: reprocessing its batches %s", source, interval,
+                 batches or "(none)")
+        return {"source": source, "batches": batches, "reprocess": True, "interval": interval} if batches else None
+    inbox = config.inbox_location(settings.root)
+    result = pipeline.next_batch(settings, source=source, inbox=inbox)
+    batches = [result.batch_id] if result.batch_id else []
+    record = {"source": source, "interval_start": interval_start.isoformat(),
+              "interval_end": interval_end.isoformat(), "batches": batches,
+              "recorded_at": datetime.now(timezone.utc).isoformat()}
+    if not store.write_bytes(key, json.dumps(record, indent=2).encode(), if_absent=True):
+        # A concurrent run of the same interval recorded first; follow its record.
+        batches = json.loads(store.read_bytes(key))["batches"]
+    if not batches:
+        log.info("source %s: nothing new in inbox %s for interval %s", source, inbox, interval)
+        return None
+    how = "landed" if result.created else "resuming landed-but-unapplied"
+    log.info("source %s, interval %s: %s batch %s (%d messages)", source, interval, how, batches[0],
+             result.message_count)
+    return {"source": source, "batches": batches, "reprocess": False, "interval": interval}
+
+
+def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Normalize the run's batches (a batch already staged is reused, unless the run reprocesses) and plan one
+    apply task per table the source applies.
+
+    Returns:
+        The mapped apply tasks' arguments, ``[{"table_id", "batches"}]``, sorted by table; tables the config
+        excludes (``tables.include``/``exclude``) are logged and left out.
+    """
+    from cdclake import pipeline
+    from cdclake.keys import KeySpec
+
+    config = source_config(source)
+    settings = lake_settings()
+    keys = KeySpec.parse(config.declared_keys())
+    staged: set[str] = set()
+    for batch_id in landed["batches"]:
+        if landed.get("reprocess") or not pipeline.staged_table_ids(settings, source, batch_id):
+            result = pipeline.normalize_batch(_spark(settings), settings, source=source, batch_id=batch_id,
+                                              fmt=config.format, keys=keys)
+            log.info("normalized batch %s: tables %s, quarantined %d, skipped %s", batch_id,
+                     result.tables or "none", result.quarantined, result.skipped or "none")
+        else:
+            log.info("batch %s is already normalized; reusing its staging", batch_id)
+        staged.update(pipeline.staged_table_ids(settings, source, batch_id))
+    tables = sorted(t for t in staged if config.applies_to(t))
+    excluded = sorted(staged - set(tables))
+    if excluded:
+        log.info("source %s excludes %s (tables.include/exclude)", source, ", ".join(excluded))
+    log.info("source %s applies %d table(s): %s", source, len(tables), ", ".join(tables) or "none")
+    return [{"table_id": t, "batches": list(landed["batches"])} for t in tables]
+
+
+def apply_table(source: str, table_id: str, batches: Sequence[str]) -> dict[str, Any]:
+    """Apply one table's changes of the run's batches, in batch order.
+
+    Returns:
+        ``{"table_id", "batches": {batch: TableCounts dict}, "rows_after"}``.
+    """
+    from cdclake import pipeline
+
+    settings = lake_settings()
+    options = source_config(source).table_options(table_id).apply_options()
+    spark = _spark(settings)
+    counts: dict[str, Any] = {}
+    for batch_id in batches:
+        c = pipeline.apply_staged_table(spark, settings, source=source, batch_id=batch_id, table_id=table_id,
+                                        options=options)
+        counts[batch_id] = c.to_dict()
+        log.info("%s, batch %s: +%d inserted, ~%d updated, -%d deleted, %d stale skipped; rows %d -> %d",
+                 table_id, batch_id, c.inserted, c.updated, c.deleted, c.skipped_stale, c.rows_before, c.rows_after)
+    rows_after = counts[batches[-1]]["rows_after"] if batches else 0
+    return {"table_id": table_id, "batches": counts, "rows_after": rows_after}
+
+
+def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mark the run's batches applied once every table task applied them (``next_batch`` then moves on).
+
+    Returns:
+        ``{batch: {table: TableCounts dict}}``.
+    """
+    from cdclake import pipeline
+    from cdclake.pipeline import ApplyResult, TableCounts
+
+    settings = lake_settings()
+    out: dict[str, Any] = {}
+    for batch_id in batches:
+        tables = {a["table_id"]: TableCounts(**a["batches"][batch_id]) for a in applied if batch_id in a["batches"]}
+        pipeline.mark_applied(settings, ApplyResult(source, batch_id, tables))
+        out[batch_id] = {t: c.to_dict() for t, c in tables.items()}
+        log.info("batch %s of %s applied to %d table(s)", batch_id, source, len(tables))
+    return out
+
+
+def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
+                   now: datetime | None = None) -> dict[str, Any]:
+    """Run the table's data-quality suite, check its freshness SLA, and apply its ``dq_policy``.
+
+    Args:
+        source: Source name.
+        applied: What :func:`apply_table` returned for the table.
+        run_id: The Airflow run id (names the report).
+        now: The time freshness is measured at (default: now).
+
+    Returns:
+        ``{"table_id", "success", "policy", "expectations_failed": [...], "stale_by_s", "report_json"}``.
+
+    Raises:
+        TableValidationError: A check failed and the table's ``dq_policy`` is ``fail``.
+    """
+    from pyspark.sql import functions as F
+
+    from cdclake.catalog import key_columns_of
+    from cdclake.identity import spark_table_name
+    from cdclake.quality import validate_table as run_suite
+
+    config = source_config(source)
+    settings = lake_settings()
+    spark = _spark(settings)
+    tid = applied["table_id"]
+    options = config.table_options(tid)
+    batches = list(applied["batches"])
+    df = spark.table(spark_table_name(tid))
+    summary = run_suite(df, table_id=tid, key_columns=key_columns_of(spark, tid),
+                        expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
+                        batch_id=batches[-1] if batches else "")
+    failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()]
+    stale_by_s = None
+    if options.freshness_sla is not None:
+        newest = df.agg(F.max("_cdc_source_ts")).first()[0]
+        moment = now or datetime.now(timezone.utc)
+        if newest is None:
+            failures.append("freshness: the table has no change with a source time")
+        else:
+            newest = newest if newest.tzinfo else newest.replace(tzinfo=timezone.utc)
+            age = (moment - newest).total_seconds()
+            if age > options.freshness_sla.total_seconds():
+                stale_by_s = age - options.freshness_sla.total_seconds()
+                failures.append(f"freshness: newest change at {newest.isoformat()} is older than the SLA "
+                                f"{options.freshness_sla} by {stale_by_s:.0f}s")
+    report = {"table_id": tid, "success": not failures, "policy": options.dq_policy,
+              "expectations_failed": failures, "stale_by_s": stale_by_s,
+              "report_json": str(summary.report_json) if summary.report_json else None}
+    if not failures:
+        log.info("validation passed for %s (%d expectations)", tid, len(summary.outcomes))
+        return report
+    text = f"validation FAILED for {tid} (dq_policy {options.dq_policy}): " + "; ".join(failures)
+    if options.dq_policy == "fail":
+        raise TableValidationError(text, report)
+    if options.dq_policy == "quarantine":
+        # Moving a batch's changes of a table back out of it needs the apply core's support (issue 4); until
+        # then the policy reports like warn and names what would have been quarantined.
+        text += f"; quarantine policy: batch(es) {', '.join(batches)} are reported, not yet moved out"
+    log.warning("%s", text)
+    return report
+
+
+# --- the manual replay DAG (dags/cdclake_replay.py) ---------------------------------------------------------------
+
+REPLAY_MODES = ("replay", "resnapshot", "quarantine-replay")
+
+
+def select_batches(settings: LakeSettings, source: str, *, batch_from: str = "", batch_to: str = "",
+                   time_from: str = "", time_to: str = "") -> list[str]:
+    """A source's landed batches within a batch-id range and/or a landing-time range (both inclusive).
+
+    Args:
+        settings: The lake.
+        source: Source name.
+        batch_from: First batch id (``00000003`` or ``3``); empty: from the first.
+        batch_to: Last batch id; empty: to the last.
+        time_from: ISO-8601 time; batches landed (manifest ``created_at``) at or after it.
+        time_to: ISO-8601 time; batches landed at or before it.
+
+    Raises:
+        SourceConfigError: A bound is not a batch number or an ISO-8601 time.
+    """
+    from cdclake.landing import list_batches, read_manifest
+
+    def batch_bound(value: str, name: str) -> str | None:
+        if not value:
+            return None
+        if not value.isdigit():
+            raise SourceConfigError(f"param {name}={value!r}: expected a batch id such as 00000003")
+        return value.zfill(8)
+
+    def time_bound(value: str, name: str) -> datetime | None:
+        if not value:
+            return None
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise SourceConfigError(f"param {name}={value!r}: expected an ISO-8601 time such as "
+                                    "2026-01-31T12:00:00+00:00") from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    low, high = batch_bound(batch_from, "batch_from"), batch_bound(batch_to, "batch_to")
+    start, end = time_bound(time_from, "time_from"), time_bound(time_to, "time_to")
+    selected = []
+    for batch_id in list_batches(settings, source):
+        if (low and batch_id < low) or (high and batch_id > high):
+            continue
+        if start or end:
+            landed = datetime.fromisoformat(read_manifest(settings, source, batch_id)["created_at"])
+            if (start and landed < start) or (end and landed > end):
+                continue
+        selected.append(batch_id)
+    return selected
+
+
+def replay(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the replay DAG's recovery action (see ``dags/cdclake_replay.py``).
+
+    Args:
+        params: ``source``, ``mode``, ``tables`` (globs; empty: every table the source applies), ``batch_from``,
+            ``batch_to``, ``time_from``, ``time_to``, ``reason`` (quarantine-replay filter).
+
+    Returns:
+        ``{"mode", "source", "batches": {batch: {table: counts}}}`` for replay, ``{"mode", "source", "replays":
+        [ReplayResult dicts]}`` for quarantine-replay.
+
+    Raises:
+        SourceConfigError: Unknown source or mode, bad ranges, no batch selected, or ``resnapshot`` (which the
+            source itself must perform; the message says how).
+    """
+    import fnmatch
+
+    from cdclake import pipeline
+    from cdclake.keys import KeySpec
+
+    source = str(params.get("source") or "")
+    mode = str(params.get("mode") or "")
+    if mode not in REPLAY_MODES:
+        raise SourceConfigError(f"param mode={mode!r}: expected one of {', '.join(REPLAY_MODES)}")
+    config = source_config(source)
+    settings = lake_settings()
+    keys = KeySpec.parse(config.declared_keys())
+    if mode == "resnapshot":
+        raise SourceConfigError(
+            f"mode resnapshot: source {source!r} must produce the new snapshot itself -- e.g. a Debezium "
+            "'execute-snapshot' signal (signal table or Kafka signal topic) for the tables, a canal/DRS full sync; "
+            "the snapshot then lands as ordinary batches, and its rows never override newer streamed changes. "
+            "cdclake does not send source signals.")
+    if mode == "quarantine-replay":
+        results = pipeline.replay_quarantine(_spark(settings), settings, source=source,
+                                             reason=str(params.get("reason") or "") or None, keys=keys)
+        log.info("quarantine-replay of %s: %d group(s) replayed", source, len(results))
+        return {"mode": mode, "source": source, "replays": [r.to_dict() for r in results]}
+
+    batches = select_batches(settings, source, batch_from=str(params.get("batch_from") or ""),
+                             batch_to=str(params.get("batch_to") or ""), time_from=str(params.get("time_from") or ""),
+                             time_to=str(params.get("time_to") or ""))
+    if not batches:
+        raise SourceConfigError(f"no landed batch of source {source!r} matches the given batch/time range")
+    patterns = [p for p in params.get("tables") or [] if p]
+    spark = _spark(settings)
+    out: dict[str, Any] = {}
+    for batch_id in batches:
+        pipeline.normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=config.format, keys=keys)
+        staged = pipeline.staged_table_ids(settings, source, batch_id)
+        tables = [t for t in staged if config.applies_to(t)
+                  and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))]
+        result = pipeline.apply_batch(spark, settings, source=source, batch_id=batch_id, tables=tables,
+                                      options={t: config.table_options(t).apply_options() for t in tables})
+        out[batch_id] = {t: c.to_dict() for t, c in result.tables.items()}
+        log.info("replayed batch %s of %s into %s", batch_id, source, ", ".join(tables) or "no table")
+    return {"mode": mode, "source": source, "batches": out}

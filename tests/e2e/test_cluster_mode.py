@@ -1,0 +1,92 @@
+"""Cluster mode: the ``jobs/`` entry points submitted with ``spark-submit`` to a real standalone master + worker
+(pyspark's ``spark-class``), the package shipped as a zip -- the last job through the Spark provider's
+``SparkSubmitOperator``, as a DAG would; the tables equal the independent replay that the local mode tests
+(``test_cli_apply.py``) hold the embedded default to."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cdclake import airflow_home
+from cdclake.cluster import package_zip, submit_spec
+from cdclake.demo.generator import generate, write_batches
+from cdclake.demo.oracle import expected_tables
+from cdclake.reader import dump_rows, list_tables
+from cdclake.settings import LakeSettings
+from tests.support.spark_cluster import SparkCluster, spark_cluster  # noqa: F401
+
+
+def _submit(cluster: SparkCluster, settings: LakeSettings, zip_path: Path, job: str, *args: str) -> dict:
+    spec = submit_spec(job, list(args), settings, master=cluster.master_url, py_files=zip_path,
+                       executor_memory="768m")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")}, **spec.env_vars,
+           "SPARK_LOCAL_IP": "127.0.0.1", "CDCLAKE_DRIVER_MEMORY": "1g", "CDCLAKE_SHUFFLE_PARTITIONS": "2"}
+    proc = subprocess.run(spec.command(), env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, f"{job}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    start = proc.stdout.index("{")  # the job prints its result as one JSON document
+    return json.loads(proc.stdout[start:])
+
+
+_OPERATOR = """
+import json, sys
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+kwargs = json.loads(sys.argv[1])
+SparkSubmitOperator(task_id="validate_tables", conn_id="spark_cdclake", **kwargs).execute(context={})
+"""
+
+
+def _submit_with_operator(cluster: SparkCluster, settings: LakeSettings, zip_path: Path, home: Path, job: str,
+                          *args: str) -> None:
+    """Run a job through ``SparkSubmitOperator.execute`` in an Airflow process; the master comes from a Spark
+    connection (``AIRFLOW_CONN_SPARK_CDCLAKE``), spark-submit from PATH."""
+    spec = submit_spec(job, list(args), settings, master=cluster.master_url, py_files=zip_path,
+                       executor_memory="768m")
+    kwargs = spec.operator_kwargs()
+    kwargs["env_vars"] = {**kwargs["env_vars"], "SPARK_LOCAL_IP": "127.0.0.1", "CDCLAKE_DRIVER_MEMORY": "1g"}
+    env = airflow_home.airflow_env(home, {k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")})
+    airflow_home.write_config(home)
+    env["AIRFLOW_CONN_SPARK_CDCLAKE"] = cluster.master_url  # spark://127.0.0.1:PORT
+    proc = subprocess.run([sys.executable, "-c", _OPERATOR, json.dumps(kwargs)], env=env, capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert proc.returncode == 0, f"{job} via SparkSubmitOperator: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+
+
+def test_jobs_on_a_standalone_cluster_give_the_oracle_tables(tmp_path: Path,
+                                                             spark_cluster: SparkCluster) -> None:  # noqa: F811
+    stream = generate(seed=41, customers=8, orders=10, stream_changes=40, batches=3)
+    files = write_batches(stream, tmp_path / "inbox")
+    expected = expected_tables(stream.changes)
+    settings = LakeSettings.from_env(tmp_path / "lake", env={})
+    zip_path = package_zip(tmp_path / "dist" / "cdclake.zip")
+
+    landed = _submit(spark_cluster, settings, zip_path, "land_batch", "--source", "shop",
+                     *map(str, files))
+    batch = landed["batch_id"]
+    assert batch == "00000001" and landed["created"] is True
+    normalized = _submit(spark_cluster, settings, zip_path, "normalize_batch", "--source", "shop",
+                         "--batch-id", batch, "--format", "debezium")
+    assert normalized["quarantined"] == 0 and set(normalized["tables"]) == set(expected)
+    applied_file = tmp_path / "applied.json"
+    applied = _submit(spark_cluster, settings, zip_path, "apply_changes", "--source", "shop", "--batch-id", batch,
+                      "--output", str(applied_file))
+    assert {t: c["rows_after"] for t, c in applied["tables"].items()} == {t: len(r) for t, r in expected.items()}
+    validated_file = tmp_path / "validated.json"
+    _submit_with_operator(spark_cluster, settings, zip_path, tmp_path / "airflow", "validate_tables",
+                          "--source", "shop", "--applied", str(applied_file), "--run-id", "cluster",
+                          "--output", str(validated_file))
+    assert json.loads(validated_file.read_text())["success"] is True
+
+    assert list_tables(settings) == sorted(expected)
+    for table, rows in expected.items():
+        assert dump_rows(settings, table) == rows, table
+
+    # The Spark jobs really ran on the cluster, and its executors fetched the shipped package.
+    names = sorted(app["name"] for app in spark_cluster.state()["completedapps"])
+    assert {"cdclake-normalize", "cdclake-apply", "cdclake-validate"} <= set(names), names
+    shipped = list(spark_cluster.work_dir.glob("app-*/*/cdclake.zip"))
+    assert shipped, f"no executor fetched cdclake.zip under {spark_cluster.work_dir}"

@@ -1,0 +1,73 @@
+"""Run DAGs with ``dag.test()`` in a process of its own, following a JSON plan; print what happened as JSON.
+
+Airflow reads its configuration on first import, so tests run this file as a subprocess with the environment of a
+prepared Airflow home (:func:`cdclake.airflow_home.prepare`)::
+
+    python tests/support/airflow_runs.py plan.json
+
+The plan is a list of steps; each step first copies files (``"deliver": [[src, dst], ...]``), then runs DAGs
+(``"runs": [{"dag_id", "logical_date" (ISO), "conf" (optional)}, ...]``) in order. The output line
+``RUNS-JSON [...]`` lists per run its state, the state of every task instance (``task_id[map_index]``), the
+return values of the tasks and the asset events the run emitted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+def _run(dag: Any, logical_date: datetime, conf: dict[str, Any] | None) -> dict[str, Any]:
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    dr = dag.test(logical_date=logical_date, run_conf=conf)
+    with create_session() as session:
+        tis = {f"{ti.task_id}[{ti.map_index}]" if ti.map_index >= 0 else ti.task_id: str(ti.state)
+               for ti in dr.get_task_instances(session=session)}
+        xcoms: dict[str, Any] = {}
+        for row in session.query(XComModel).filter(XComModel.dag_id == dr.dag_id, XComModel.run_id == dr.run_id,
+                                                   XComModel.key == "return_value"):
+            name = f"{row.task_id}[{row.map_index}]" if row.map_index >= 0 else row.task_id
+            value = row.value
+            xcoms[name] = json.loads(value) if isinstance(value, (str, bytes)) else value
+        events = [
+            {"uri": uri, "extra": extra}
+            for uri, extra in session.query(AssetModel.uri, AssetEvent.extra)
+            .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+            .filter(AssetEvent.source_dag_id == dr.dag_id, AssetEvent.source_run_id == dr.run_id)
+        ]
+    return {"dag_id": dr.dag_id, "logical_date": logical_date.isoformat(), "state": str(dr.state),
+            "tasks": tis, "xcom": xcoms, "asset_events": sorted(events, key=lambda e: e["uri"])}
+
+
+def main(argv: list[str]) -> int:
+    """Execute the plan in ``argv[0]``."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    plan = json.loads(Path(argv[0]).read_text())
+    bag = DagBag()
+    if bag.import_errors:
+        print("IMPORT-ERRORS " + json.dumps({str(k): str(v) for k, v in bag.import_errors.items()}))
+        return 1
+    results = []
+    for step in plan:
+        for src, dst in step.get("deliver", []):
+            Path(dst).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        for run in step.get("runs", []):
+            dag = bag.get_dag(run["dag_id"])
+            if dag is None:
+                raise SystemExit(f"no DAG {run['dag_id']!r} in {sorted(bag.dag_ids)}")
+            results.append(_run(dag, datetime.fromisoformat(run["logical_date"]), run.get("conf")))
+    print("RUNS-JSON " + json.dumps(results, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
