@@ -132,6 +132,7 @@ text-align:left;vertical-align:top;font-size:.92em} th{background:#f8f9fb}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:.8em;font-weight:600}
 pre{background:#f6f8fa;padding:6px;margin:0;max-width:640px;overflow:auto;font-size:.85em}
 a{color:#0b57d0} nav a{margin-right:12px}
+table.samples th,table.samples td{font-size:.8em;padding:2px 6px;white-space:nowrap}
 """
 
 
@@ -224,6 +225,18 @@ def render_table(table_id: str, runs: Sequence[TableRun]) -> str:
     return _page(f"Data Quality: {table_id}", body)
 
 
+def _sample_table(rows: Any) -> str:
+    """Sample rows as a small table: user columns first, then the ``_cdc_*`` bookkeeping columns."""
+    if not rows or not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return _json_block(rows)
+    columns = list(dict.fromkeys(c for r in rows for c in r))
+    columns.sort(key=lambda c: c.startswith("_cdc_"))
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_e(json.dumps(r.get(c), default=str))}</td>" for c in columns)
+                   + "</tr>" for r in rows)
+    return f"<table class='samples'><tr>{head}</tr>{body}</table>"
+
+
 def _expectation_rows(rows: Sequence[dict[str, Any]]) -> str:
     out = []
     for row in rows:
@@ -233,7 +246,7 @@ def _expectation_rows(rows: Sequence[dict[str, Any]]) -> str:
             f"<tr class='expectation'><td>{_e(row.get('suite'))}</td><td>{_e(row.get('expectation'))}</td>"
             f"<td>{_e(row.get('column_name'))}</td><td>{_json_block(row.get('observed_value'))}</td>"
             f"<td>{_json_block(details)}</td><td>{_json_block(samples)}</td>"
-            f"<td>{_json_block(row.get('sample_rows'))}</td></tr>"
+            f"<td>{_sample_table(row.get('sample_rows'))}</td></tr>"
         )
     return ("<table><tr><th>Suite</th><th>Expectation</th><th>Column</th><th>Observed</th><th>Details</th>"
             "<th>Unexpected values</th><th>Sample rows</th></tr>" + "".join(out) + "</table>")

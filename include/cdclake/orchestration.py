@@ -183,8 +183,9 @@ def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, ru
         dag_id: The Airflow DAG, stored with the results.
 
     Returns:
-        ``{"success", "batch_id", "data_docs_index", "tables": {table: {"status", "policy", "failed"}},
-        "summaries": [ValidationSummary.to_dict(), ...]}``; ``success`` is False only when a ``fail`` table failed.
+        ``{"success", "batch_id", "data_docs_index", "results_table", "tables": {table: {"status", "policy",
+        "failed"}}, "summaries": [ValidationSummary.compact(), ...]}`` (failed outcomes only: the full results are
+        in the table and the reports); ``success`` is False only when a ``fail`` table failed.
 
     Raises:
         ValidationFailedError: A table with the ``fail`` policy failed; the message lists the failed expectations
@@ -228,7 +229,7 @@ def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, ru
         "data_docs_index": _data_docs_index(summaries, settings),
         "results_table": dq_results.TABLE,
         "tables": tables,
-        "summaries": [s.to_dict() for s in summaries],
+        "summaries": [s.compact() for s in summaries],
     }
     text = describe_validation(summaries, report["data_docs_index"],
                                statuses={t: v["status"] for t, v in tables.items()})

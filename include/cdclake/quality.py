@@ -112,8 +112,17 @@ class ValidationSummary:
         """Return the outcomes of the expectations that did not hold."""
         return tuple(outcome for outcome in self.outcomes if not outcome.success)
 
+    def compact(self) -> dict[str, Any]:
+        """Return :meth:`to_dict` with only the failed outcomes, without sample rows (for Airflow XCom)."""
+        data = self.to_dict()
+        data["outcomes"] = [
+            {**asdict(o), "details": {k: v for k, v in o.details.items() if k != "sample_rows"}}
+            for o in self.failed()
+        ]
+        return data
+
     def to_dict(self) -> dict[str, Any]:
-        """Return a compact, JSON-serializable summary (for Airflow XCom and logs)."""
+        """Return a JSON-serializable summary with every outcome (the JSON report's ``summary``)."""
         return {
             "table_id": self.table_id,
             "suite": self.suite or suite_name(self.table_id),
@@ -184,7 +193,7 @@ def validate_table(
             row-count ones.
         expectation_parameters: Values of ``{"$PARAMETER": name}`` kwargs of ``extra_expectations``.
         suite: Suite name; default :func:`suite_name`. Another name (e.g. :func:`batch_suite_name`) gets its own
-            GE asset, suite, checkpoint and a report ``<run_id>.<last part of the suite's prefix>.json``.
+            GE asset, suite and checkpoint, and its report is ``<run_id>.batch.json`` for ``cdclake_batch.*``.
 
     Returns:
         The run's summary.
