@@ -18,6 +18,8 @@ from airflow.plugins_manager import AirflowPlugin
 log = logging.getLogger(__name__)
 
 URL_PREFIX = "/cdclake-dq"
+RUN_REPORT_HREF = "cdclake-dq/run?dag_id={DAG_ID}&run_id={RUN_ID}"
+"""Relative to the UI's base URL; the UI fills in {DAG_ID} and {RUN_ID} for DAG-run and task-instance views."""
 
 
 def _access_dependencies() -> list[Any]:
@@ -55,8 +57,7 @@ class CdclakeDataQualityPlugin(AirflowPlugin):
     external_views = [
         {"name": "Data Quality", "href": "cdclake-dq/", "destination": "nav", "url_route": "data-quality",
          "nav_top_level": True},
-        {"name": "Data Quality", "href": "cdclake-dq/run?run_id={RUN_ID}", "destination": "dag_run",
-         "url_route": "data-quality-run"},
-        {"name": "Data Quality", "href": "cdclake-dq/run?run_id={RUN_ID}", "destination": "task_instance",
+        {"name": "Data Quality", "href": RUN_REPORT_HREF, "destination": "dag_run", "url_route": "data-quality-run"},
+        {"name": "Data Quality", "href": RUN_REPORT_HREF, "destination": "task_instance",
          "url_route": "data-quality-task"},
     ]

@@ -5,7 +5,7 @@ authentication; the app itself only renders. Pages (all links relative, so a rev
 
 * ``./``                        every table with its latest status and a pass/fail trend chart (inline SVG);
 * ``./table?id=NS.T``           one table's history per run;
-* ``./run?run_id=R[&table=T]``  one run: every table's status, failed expectations with observed values and
+* ``./run?run_id=R[&table=T][&dag_id=D]``  one run: every table's status, failed expectations with observed values and
   sample rows, links to the run's Data Docs pages (the DAG run's "Data Quality" tab opens this page);
 * ``./docs/<path>``             the Data Docs site (``<lake>/dq/gx/uncommitted/data_docs/local_site``);
 * ``./api/tables``              the overview as JSON.
@@ -252,9 +252,10 @@ def _expectation_rows(rows: Sequence[dict[str, Any]]) -> str:
             "<th>Unexpected values</th><th>Sample rows</th></tr>" + "".join(out) + "</table>")
 
 
-def render_run(run_id: str, runs: Sequence[TableRun], *, table: str | None = None) -> str:
+def render_run(run_id: str, runs: Sequence[TableRun], *, table: str | None = None, dag_id: str | None = None) -> str:
     """One run's report: per table, status, failed expectations with observed values and sample rows."""
-    selected = [r for r in runs if r.run_id == run_id and (table is None or r.table_id == table)]
+    selected = [r for r in runs if r.run_id == run_id and (table is None or r.table_id == table)
+                and (dag_id is None or r.dag_id == dag_id)]
     if not selected:
         return _page("Data Quality run", f"<h1>Run {_e(run_id)}</h1><p>No validation results for this run"
                      + (f" and table {_e(table)}" if table else "") + ".</p>")
@@ -312,9 +313,10 @@ def create_app(*, settings: Callable[[], LakeSettings] = LakeSettings.from_env,
         return render_table(id, runs)
 
     @app.get("/run", response_class=HTMLResponse)
-    def run_page(run_id: str, table: str | None = None) -> str:
+    def run_page(run_id: str, table: str | None = None, dag_id: str | None = None) -> str:
+        # dag_id also scopes Airflow's access check (requires_access_dag reads it from the query).
         _, runs = load()
-        return render_run(run_id, runs, table=table or None)
+        return render_run(run_id, runs, table=table or None, dag_id=dag_id or None)
 
     @app.get("/api/tables")
     def api_tables() -> JSONResponse:

@@ -287,7 +287,7 @@ def describe_validation(summaries: list[ValidationSummary], data_docs_index: str
             lines.append(f"  {tid}: this batch's changes are held back; after a fix, "
                          "`cdclake dq release` applies them")
     lines.append(f"  Data Docs: {data_docs_index}")
-    lines.append("  Data Quality page: <Airflow UI>/cdclake-dq/ (Browse > Data Quality)")
+    lines.append("  Data Quality page: <Airflow UI>/cdclake-dq/ (navigation entry 'Data Quality')")
     return "\n".join(lines)
 
 

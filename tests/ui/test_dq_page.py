@@ -27,6 +27,7 @@ import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 import pytest
 
@@ -210,6 +211,19 @@ def test_data_quality_page_in_chromium(stack: dict[str, Any]) -> None:
         docs.click()
         wait.until(lambda d: "cdclake.public.orders" in d.page_source or "orders" in d.title.lower())
         assert "/cdclake-dq/docs/" in driver.current_url
+
+        # The DAG run's "Data Quality" tab in Airflow's UI opens that run's report.
+        run_id = stack["validated"]["summaries"][0]["run_id"]
+        driver.get(f"{base}/dags/cdclake_ingest/runs/{quote(run_id, safe='')}/plugin/data-quality-run")
+        wait.until(ec.presence_of_element_located((By.TAG_NAME, "iframe")))
+        driver.switch_to.frame(driver.find_element(By.TAG_NAME, "iframe"))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "section.table-run")))
+        assert {s.get_attribute("data-table") for s in driver.find_elements(By.CSS_SELECTOR, "section.table-run")} \
+            == {"public.customers", "public.orders"}
+        assert run_id in driver.find_element(By.TAG_NAME, "h1").text
+        driver.switch_to.default_content()
+        time.sleep(1)
+        driver.save_screenshot(str(ARTIFACTS / "dq_dag_run_tab.png"))
 
         # The page inside Airflow's own UI, under its navigation entry.
         driver.get(f"{base}/plugin/data-quality")
