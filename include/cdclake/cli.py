@@ -125,8 +125,13 @@ def _apply(args: argparse.Namespace) -> int:
     if args.validate:
         summaries = pipeline.validate_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
                                             applied=applied, run_id=f"cli-{args.source}-{landed.batch_id}")
-        out["validation"] = {s.table_id: {"success": s.success, "failed": [o.expectation for o in s.failed()],
-                                          "report": str(s.report_json)} for s in summaries}
+        # Two suites per table (the table after apply, the batch's changes): one entry per table, both merged.
+        validation: dict[str, dict[str, object]] = {}
+        for s in summaries:
+            entry = validation.setdefault(s.table_id, {"success": True, "failed": [], "report": str(s.report_json)})
+            entry["success"] = bool(entry["success"]) and s.success
+            entry["failed"] = [*entry["failed"], *(o.expectation for o in s.failed())]  # type: ignore[misc]
+        out["validation"] = validation
     print(json.dumps(out))
     return 0
 
@@ -177,7 +182,8 @@ def _dq(args: argparse.Namespace) -> int:
         from cdclake.dq_results import read_rows
 
         for row in read_rows(settings):
-            if (args.table is None or row["table_id"] == args.table) and (args.run is None or row["run_id"] == args.run):
+            wanted_table = args.table is None or row["table_id"] == args.table
+            if wanted_table and (args.run is None or row["run_id"] == args.run):
                 sys.stdout.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         return 0
     if args.action == "held":

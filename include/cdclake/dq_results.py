@@ -128,8 +128,6 @@ def record(spark: "SparkSession", summaries: Sequence["ValidationSummary"], *, c
     Returns:
         The number of rows written.
     """
-    from pyspark.sql.types import StructType
-
     name = ensure_table(spark)
     rows = result_rows(summaries, context=context, policies=policies, statuses=statuses)
     spark.sql(f"DELETE FROM {name} WHERE run_id = '{sql_literal(context.run_id)}' "

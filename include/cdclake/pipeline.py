@@ -174,13 +174,17 @@ def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str,
     import json
 
     from cdclake.apply import apply_batch as run
-
     from cdclake.dq_hold import remember_snapshots
     from cdclake.normalize import staged_tables
 
-    # The quarantine policy rolls a table back to its state from before this batch (cdclake.dq_hold).
-    remember_snapshots(settings, source=source, batch_id=batch_id,
-                       table_ids=sorted(staged_tables(settings, source, batch_id)))
+    # The quarantine policy rolls a table back to its state from before this batch (cdclake.dq_hold). Applying
+    # must not depend on it: without the record, only holding this batch back is impossible (and says so).
+    try:
+        remember_snapshots(settings, source=source, batch_id=batch_id,
+                           table_ids=sorted(staged_tables(settings, source, batch_id)))
+    except Exception:  # noqa: BLE001 - see above
+        log.warning("could not record the pre-apply snapshots of batch %s of %s; the quarantine policy cannot "
+                    "hold it back", batch_id, source, exc_info=True)
     result = run(spark, settings, source=source, batch_id=batch_id)
     marker = _applied_marker(settings, source, batch_id)
     marker.parent.mkdir(parents=True, exist_ok=True)

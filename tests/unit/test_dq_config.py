@@ -96,7 +96,8 @@ def test_bad_user_suites_name_file_and_item(tmp_path, text, message):
 
 
 def _row(run: str, table: str, expectation: str, success: bool, status: str, minute: int, **extra):
-    return {"run_id": run, "table_id": table, "dag_id": "cdclake_ingest", "batch_id": "0001", "suite": f"cdclake.{table}",
+    return {"run_id": run, "table_id": table, "dag_id": "cdclake_ingest", "batch_id": "0001",
+            "suite": f"cdclake.{table}",
             "policy": "warn", "status": status, "suite_success": status == "passed", "expectation": expectation,
             "column_name": "id", "success": success, "observed_value": 2, "details": {"unexpected_count": 2},
             "sample_rows": [{"id": 2, "name": "<b>x</b>"}] if not success else None,
