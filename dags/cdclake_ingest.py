@@ -9,13 +9,15 @@ Every 15 minutes, one micro-batch of one source goes through four tasks:
    malformed messages are quarantined.
 3. **apply_changes** merges the changes into the lake's Iceberg tables, in source order, skipping changes older
    than the row they would overwrite. Its return value has inserted/updated/deleted/skipped counts per table.
-4. **validate_tables** runs the data-quality suites on the touched tables and publishes Data Docs under
-   `<lake>/dq/`. It fails the run, without retries, when an expectation fails, naming the expectations and the
-   report.
+4. **validate_tables** runs the data-quality suites on the touched tables (after apply) and on the batch's
+   changes, stores every outcome in `cdclake_meta.dq_results` and publishes Data Docs under `<lake>/dq/`. A table
+   that fails is handled by its `dq_policy`: `fail` fails the run without retries, naming the expectations and
+   the report; `warn` marks it in the results; `quarantine` holds the batch's changes to it back until
+   `cdclake dq release`. The Airflow UI shows it all under **Data Quality**.
 
 Every stage is idempotent for a batch, so a retried task redoes its own work only. Params: `source`, `format`,
 `inbox` (empty: `<lake>/inbox`), `lake` (the lake directory; `CDCLAKE_*` variables override single locations)
-and `keys` (primary keys for streams that carry none, `[TABLE=]COL[,COL]`).
+`keys` (primary keys for streams that carry none, `[TABLE=]COL[,COL]`) and `dq_policy`.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ def _call(body: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         "keys": Param([], type="array", items={"type": "string"},
                       description="Primary keys for streams that carry none, e.g. customers=id or "
                                   "public.orders=order_id,line_no; a bare COL[,COL] is the default key."),
+        "dq_policy": Param(os.environ.get("CDCLAKE_DQ_POLICY") or "fail", type="string", minLength=1,
+                           description="What a failed data-quality check does, per table: fail, warn or "
+                                       "quarantine, e.g. 'public.orders=warn,default=fail'."),
     },
 )
 def cdclake_ingest() -> None:
@@ -101,7 +106,8 @@ def cdclake_ingest() -> None:
 
         context = get_current_context()
         try:
-            return _call(orchestration.validate_tables, _params(), applied, run_id=context["run_id"])
+            return _call(orchestration.validate_tables, _params(), applied, run_id=context["run_id"],
+                         dag_id=context["dag"].dag_id)
         except orchestration.ValidationFailedError as exc:
             # The summary is still published, and the data will not pass on a retry.
             context["ti"].xcom_push(key="return_value", value=exc.report)

@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from cdclake import docpatch, faults, tombstones
-from cdclake.apply_options import ApplyOptions
+from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
     CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, table_exists, table_properties, table_schema,
 )
@@ -59,7 +59,6 @@ BOOKKEEPING: tuple[tuple[str, str], ...] = (
     ("_cdc_batch_id", "string"),
     ("_cdc_applied_at", "timestamp"),
 )
-SOFT_DELETE_COLUMN = "_cdc_is_deleted"
 DELETE_MODE_PROPERTY = "cdclake.delete-mode"
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
 """``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""

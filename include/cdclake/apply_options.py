@@ -12,6 +12,9 @@ _KEY_WORD = re.compile(r"(?<![\w`])key(?![\w`])")
 _PLURAL = re.compile(r"\b(year|month|day|hour)\(")
 """Iceberg's Spark DDL spells the time transforms years/months/days/hours."""
 
+SOFT_DELETE_COLUMN = "_cdc_is_deleted"
+"""Soft-delete mode's flag column: the row was deleted at the source (it stays, as its own tombstone)."""
+
 
 @dataclass(frozen=True)
 class ApplyOptions:

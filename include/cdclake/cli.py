@@ -5,6 +5,9 @@
     cdclake dump --lake DIR --table NAME [--all]
     cdclake quarantine list --lake DIR [--source NAME] [--batch ID] [--reason TEXT]
     cdclake quarantine replay --lake DIR [--source NAME] [--reason TEXT] [--format FORMAT] [--key ...]
+    cdclake dq results --lake DIR [--table NAME] [--run ID]
+    cdclake dq held --lake DIR [--source NAME]
+    cdclake dq release --lake DIR --source NAME --batch ID --table NAME
 
 ``apply`` lands the inputs as the next micro-batch of the lake, normalizes and applies it, and prints one JSON
 object. Bad arguments or unreadable input: a one-line error on stderr and exit code 2. Progress goes to stderr.
@@ -70,6 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--format", choices=FORMATS, help="read them as this format (default: as quarantined)")
     replay.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
                         help="primary key for tables whose messages carry none (repeatable)")
+
+    dq = sub.add_parser("dq", help="data-quality results, and batches held back by the quarantine policy")
+    dqsub = dq.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    results = dqsub.add_parser("results", help="print stored validation results (cdclake_meta.dq_results) as "
+                                               "JSON Lines, newest first")
+    results.add_argument("--lake", required=True, metavar="DIR")
+    results.add_argument("--table", metavar="NAME", help="only this namespace.table")
+    results.add_argument("--run", metavar="ID", help="only this run id")
+    held = dqsub.add_parser("held", help="print the (source, batch, table) changes held back, as JSON Lines")
+    held.add_argument("--lake", required=True, metavar="DIR")
+    held.add_argument("--source", help="only this source")
+    release = dqsub.add_parser("release", help="apply held-back changes of a batch to their table after a fix")
+    release.add_argument("--lake", required=True, metavar="DIR")
+    release.add_argument("--source", required=True)
+    release.add_argument("--batch", required=True, metavar="ID")
+    release.add_argument("--table", required=True, metavar="NAME")
     return parser
 
 
@@ -106,8 +125,13 @@ def _apply(args: argparse.Namespace) -> int:
     if args.validate:
         summaries = pipeline.validate_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
                                             applied=applied, run_id=f"cli-{args.source}-{landed.batch_id}")
-        out["validation"] = {s.table_id: {"success": s.success, "failed": [o.expectation for o in s.failed()],
-                                          "report": str(s.report_json)} for s in summaries}
+        # Two suites per table (the table after apply, the batch's changes): one entry per table, both merged.
+        validation: dict[str, dict[str, object]] = {}
+        for s in summaries:
+            entry = validation.setdefault(s.table_id, {"success": True, "failed": [], "report": str(s.report_json)})
+            entry["success"] = bool(entry["success"]) and s.success
+            entry["failed"] = [*entry["failed"], *(o.expectation for o in s.failed())]  # type: ignore[misc]
+        out["validation"] = validation
     print(json.dumps(out))
     return 0
 
@@ -149,12 +173,37 @@ def _quarantine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dq(args: argparse.Namespace) -> int:
+    from cdclake import dq_hold
+    from cdclake.settings import LakeSettings
+
+    settings = LakeSettings.from_env(args.lake)
+    if args.action == "results":
+        from cdclake.dq_results import read_rows
+
+        for row in read_rows(settings):
+            wanted_table = args.table is None or row["table_id"] == args.table
+            if wanted_table and (args.run is None or row["run_id"] == args.run):
+                sys.stdout.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        return 0
+    if args.action == "held":
+        for record in dq_hold.list_held(settings, source=args.source):
+            sys.stdout.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        return 0
+    from cdclake.spark import get_spark
+
+    counts = dq_hold.release(get_spark(settings), settings, source=args.source, batch_id=args.batch,
+                             table_id=args.table)
+    print(json.dumps({"source": args.source, "batch_id": args.batch, "table": args.table, **counts.to_dict()}))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad arguments or input, 1 unexpected failure)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    handlers = {"apply": _apply, "tables": _tables, "dump": _dump, "quarantine": _quarantine}
+    handlers = {"apply": _apply, "tables": _tables, "dump": _dump, "quarantine": _quarantine, "dq": _dq}
     try:
         return handlers[args.command](args)
     except CdclakeError as exc:

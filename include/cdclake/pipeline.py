@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.apply_options import ApplyOptions
+    from cdclake.dq_config import DqConfig
     from cdclake.keys import KeySpec
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings
@@ -194,6 +195,7 @@ def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str,
     from cdclake.apply_options import ApplyOptions
     from cdclake.normalize import staging_dir
 
+    remember_pre_apply_snapshots(settings, source=source, batch_id=batch_id)
     chosen = dict(options or {})
     fallback = default or ApplyOptions()
     wanted = set(tables) if tables is not None else None
@@ -245,6 +247,22 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
                        options=options or ApplyOptions(), source=source, batch_id=batch_id)
 
 
+def remember_pre_apply_snapshots(settings: "LakeSettings", *, source: str, batch_id: str) -> None:
+    """Record every staged table's snapshot from before the batch (once per batch), for the ``quarantine`` data
+    quality policy, which rolls a table back to it (:mod:`cdclake.dq_hold`).
+
+    Applying must not depend on it: without the record, only holding this batch back is impossible (and says so).
+    """
+    from cdclake.dq_hold import remember_snapshots
+
+    try:
+        remember_snapshots(settings, source=source, batch_id=batch_id,
+                           table_ids=staged_table_ids(settings, source, batch_id))
+    except Exception:  # noqa: BLE001 - see above
+        log.warning("could not record the pre-apply snapshots of batch %s of %s; the quarantine policy cannot "
+                    "hold it back", batch_id, source, exc_info=True)
+
+
 def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:
     """Record that a batch was applied (what :func:`is_applied` and :func:`next_batch` read)."""
     marker = _applied_marker(settings, result.source, result.batch_id)
@@ -253,22 +271,80 @@ def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:
 
 
 def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
-                   applied: ApplyResult, run_id: str) -> list["ValidationSummary"]:
+                   applied: ApplyResult, run_id: str, config: "DqConfig | None" = None) -> list["ValidationSummary"]:
     """Validate every table a batch touched with Great Expectations (see :mod:`cdclake.quality`).
 
-    The row-count expectation reconciles the table with the batch: rows before + inserted - deleted.
-    """
-    from cdclake.catalog import key_columns_of
-    from cdclake.identity import spark_table_name
-    from cdclake.quality import validate_table
+    Per table, two suites run (:mod:`cdclake.dq_suites`): the table suite on the table after apply (key not null
+    and unique, row count = rows before + inserted - deleted, bookkeeping columns, column types, freshness, plus
+    the user suite ``<suites_dir>/<table>.yaml``), and the batch suite on the batch's staged canonical changes.
 
+    Args:
+        spark: The session.
+        settings: The lake.
+        source: Source name.
+        batch_id: The applied batch.
+        applied: What applying it did (row counts per table).
+        run_id: Names the validation run.
+        config: Data-quality configuration; default :meth:`cdclake.dq_config.DqConfig.from_env`.
+
+    Returns:
+        Table suite then batch suite summary, per table in name order.
+
+    Raises:
+        ConfigError: A user suite file is malformed.
+    """
+    from cdclake import dq_suites
+    from cdclake.apply_options import SOFT_DELETE_COLUMN
+    from cdclake.catalog import key_columns_of, table_schema
+    from cdclake.dq_config import DqConfig
+    from cdclake.identity import spark_table_name
+    from cdclake.normalize import staging_dir
+    from cdclake.quality import batch_suite_name, validate_table
+
+    config = config or DqConfig.from_env()
+    share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
     summaries = []
     for tid, counts in sorted(applied.tables.items()):
+        sla = config.freshness_sla(tid)
+        specs = dq_suites.merge(dq_suites.table_expectations(table_schema(spark, tid), freshness_sla=sla),
+                                dq_suites.load_user_suite(config.suites_dir, tid))
+        table = spark.table(spark_table_name(tid))
+        if SOFT_DELETE_COLUMN in table.columns:  # soft deletes: the suites see the live rows
+            table = table.where(f"NOT coalesce({SOFT_DELETE_COLUMN}, false)")
         summaries.append(validate_table(
-            spark.table(spark_table_name(tid)), table_id=tid, key_columns=key_columns_of(spark, tid),
+            table, table_id=tid, key_columns=key_columns_of(spark, tid),
             expected_row_count=counts.rows_after, dq_root=settings.dq_root, run_id=run_id, batch_id=batch_id,
+            extra_expectations=specs, expectation_parameters=dq_suites.table_parameters(freshness_sla=sla),
         ))
+        staged = staging_dir(settings, source, batch_id) / tid
+        if staged.exists():
+            changes = dq_suites.batch_frame(spark.read.parquet(str(staged)), quarantined_share=share)
+            summaries.append(validate_table(
+                changes, table_id=tid, key_columns=[], expected_row_count=None, dq_root=settings.dq_root,
+                run_id=run_id, batch_id=batch_id, suite=batch_suite_name(tid),
+                extra_expectations=dq_suites.batch_expectations(max_quarantined_share=config.max_quarantined_share),
+                expectation_parameters=dq_suites.batch_parameters(future_tolerance=config.future_tolerance),
+            ))
     return summaries
+
+
+def quarantined_share(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> float:
+    """Quarantined messages / messages of a batch (0 when the batch has no messages or no manifest)."""
+    from cdclake import quarantine
+    from cdclake.landing import read_manifest
+    from cdclake.quarantine import sql_literal
+
+    try:
+        messages = int(read_manifest(settings, source, batch_id)["message_count"])
+    except Exception:  # noqa: BLE001 - a replay batch's manifest may be elsewhere; the share is then unknown
+        log.warning("no manifest for batch %s of %s: quarantined share taken as 0", batch_id, source)
+        return 0.0
+    if messages <= 0:
+        return 0.0
+    name = quarantine.ensure_table(spark)
+    held = spark.sql(f"SELECT count(*) FROM {name} WHERE source = '{sql_literal(source)}' "
+                     f"AND batch_id = '{sql_literal(batch_id)}'").first()[0]
+    return held / messages
 
 
 @dataclass(frozen=True)

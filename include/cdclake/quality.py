@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -38,6 +38,8 @@ from urllib.request import url2pathname
 if TYPE_CHECKING:
     from great_expectations.data_context import AbstractDataContext
     from pyspark.sql import DataFrame
+
+    from cdclake.dq_suites import ExpectationSpec
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ ROW_COUNT_PARAMETER = "expected_row_count"
 """Suite parameter the row-count expectation reads its value from at run time."""
 
 PARTIAL_UNEXPECTED_LIMIT = 10
+SAMPLE_ROWS_LIMIT = 5
+"""Offending rows kept per failed expectation (``details["sample_rows"]``), for the Data Quality page."""
 RESULT_FORMAT: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": PARTIAL_UNEXPECTED_LIMIT}
 """SUMMARY keeps counts and a few sample values; COMPLETE would list every offending row of a large table."""
 
@@ -91,6 +95,7 @@ class ValidationSummary:
         report_json: The JSON report of this run (our summary plus GE's full validation result).
         data_docs_index: The Data Docs site's ``index.html``, or None when the site was not built.
         data_docs_page: This run's Data Docs validation page, or None when GE did not report one.
+        suite: The expectation suite's name (``cdclake.<table>`` or ``cdclake_batch.<table>``).
     """
 
     table_id: str
@@ -101,15 +106,26 @@ class ValidationSummary:
     report_json: Path
     data_docs_index: Path | None
     data_docs_page: Path | None = None
+    suite: str = ""
 
     def failed(self) -> tuple[ExpectationOutcome, ...]:
         """Return the outcomes of the expectations that did not hold."""
         return tuple(outcome for outcome in self.outcomes if not outcome.success)
 
+    def compact(self) -> dict[str, Any]:
+        """Return :meth:`to_dict` with only the failed outcomes, without sample rows (for Airflow XCom)."""
+        data = self.to_dict()
+        data["outcomes"] = [
+            {**asdict(o), "details": {k: v for k, v in o.details.items() if k != "sample_rows"}}
+            for o in self.failed()
+        ]
+        return data
+
     def to_dict(self) -> dict[str, Any]:
-        """Return a compact, JSON-serializable summary (for Airflow XCom and logs)."""
+        """Return a JSON-serializable summary with every outcome (the JSON report's ``summary``)."""
         return {
             "table_id": self.table_id,
+            "suite": self.suite or suite_name(self.table_id),
             "run_id": self.run_id,
             "batch_id": self.batch_id,
             "success": self.success,
@@ -131,9 +147,17 @@ def suite_name(table_id: str) -> str:
     return f"cdclake.{table_id}"
 
 
-def report_path(dq_root: Path, table_id: str, run_id: str) -> Path:
-    """Return where the JSON report of one validation run is written: ``dq_root/results/<table_id>/<run_id>.json``."""
-    return Path(dq_root) / "results" / table_id / f"{run_id}.json"
+def batch_suite_name(table_id: str) -> str:
+    """Return the name of a table's micro-batch suite (run on the batch's canonical changes)."""
+    return f"cdclake_batch.{table_id}"
+
+
+def report_path(dq_root: Path, table_id: str, run_id: str, *, suffix: str = "") -> Path:
+    """Return where the JSON report of one validation run is written: ``dq_root/results/<table_id>/<run_id>.json``.
+
+    ``suffix`` (e.g. ``.batch``) tells apart the reports of other suites of the same table and run.
+    """
+    return Path(dq_root) / "results" / table_id / f"{run_id}{suffix}.json"
 
 
 def validate_table(
@@ -145,6 +169,9 @@ def validate_table(
     dq_root: Path,
     run_id: str,
     batch_id: str,
+    extra_expectations: Sequence["ExpectationSpec"] = (),
+    expectation_parameters: Mapping[str, Any] | None = None,
+    suite: str | None = None,
 ) -> ValidationSummary:
     """Validate a table's current contents with its cdclake expectation suite.
 
@@ -162,6 +189,11 @@ def validate_table(
         dq_root: Data-quality root directory (``LakeSettings.dq_root``).
         run_id: Run identifier (e.g. the Airflow run id); names the report file and the GE run.
         batch_id: The change batch that was applied; recorded in the report.
+        extra_expectations: More expectations (generated or user, :mod:`cdclake.dq_suites`), after the key and
+            row-count ones.
+        expectation_parameters: Values of ``{"$PARAMETER": name}`` kwargs of ``extra_expectations``.
+        suite: Suite name; default :func:`suite_name`. Another name (e.g. :func:`batch_suite_name`) gets its own
+            GE asset, suite and checkpoint, and its report is ``<run_id>.batch.json`` for ``cdclake_batch.*``.
 
     Returns:
         The run's summary.
@@ -185,16 +217,18 @@ def validate_table(
 
     dq_root = Path(dq_root).resolve()
     context = _context(dq_root)
-    name = suite_name(table_id)
+    name = suite or suite_name(table_id)
+    default_suite = name == suite_name(table_id)
+    report_suffix = "" if default_suite else "." + name.split(".", 1)[0].removeprefix("cdclake_")
 
     datasource = context.data_sources.add_or_update_spark(name=DATASOURCE_NAME, persist=False)
-    asset = _dataframe_asset(datasource, table_id)
+    asset = _dataframe_asset(datasource, table_id if default_suite else name)
     batch_definition = _whole_table_batch_definition(asset)
-    suite = context.suites.add_or_update(
-        gx.ExpectationSuite(name=name, expectations=_expectations(keys, with_row_count=expected_row_count is not None))
-    )
+    expectations = _expectations(keys, with_row_count=expected_row_count is not None)
+    expectations += [spec.build() for spec in extra_expectations]
+    gx_suite = context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=expectations))
     validation_definition = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=name, data=batch_definition, suite=suite)
+        gx.ValidationDefinition(name=name, data=batch_definition, suite=gx_suite)
     )
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(
@@ -205,7 +239,9 @@ def validate_table(
         )
     )
 
-    parameters = {} if expected_row_count is None else {ROW_COUNT_PARAMETER: int(expected_row_count)}
+    parameters = dict(expectation_parameters or {})
+    if expected_row_count is not None:
+        parameters[ROW_COUNT_PARAMETER] = int(expected_row_count)
     checkpoint_result = checkpoint.run(
         batch_parameters={"dataframe": df},
         expectation_parameters=parameters,
@@ -220,15 +256,16 @@ def validate_table(
         run_id=run_id,
         batch_id=batch_id,
         success=bool(result_json["success"]),
-        outcomes=tuple(_outcome(item) for item in result_json["results"]),
-        report_json=report_path(dq_root, table_id, run_id),
+        outcomes=tuple(_with_sample_rows(df, _outcome(item)) for item in result_json["results"]),
+        report_json=report_path(dq_root, table_id, run_id, suffix=report_suffix),
         data_docs_index=_docs_path(context, None),
         data_docs_page=_docs_path(context, result_key),
+        suite=name,
     )
     _write_json(summary.report_json, {"summary": summary.to_dict(), "validation_result": result_json})
     log.info(
-        "validated %s (run %s, batch %s): %s, %d of %d expectations failed; report %s",
-        table_id, run_id, batch_id, "passed" if summary.success else "FAILED", len(summary.failed()),
+        "validated %s with %s (run %s, batch %s): %s, %d of %d expectations failed; report %s",
+        table_id, name, run_id, batch_id, "passed" if summary.success else "FAILED", len(summary.failed()),
         len(summary.outcomes), summary.report_json,
     )
     return summary
@@ -327,6 +364,42 @@ def _outcome(item: Mapping[str, Any]) -> ExpectationOutcome:
         observed_value=observed,
         details=details,
     )
+
+
+def _with_sample_rows(df: "DataFrame", outcome: ExpectationOutcome) -> ExpectationOutcome:
+    """Attach up to :data:`SAMPLE_ROWS_LIMIT` whole rows holding the failed expectation's unexpected values.
+
+    GE's SUMMARY format lists offending values only; the rows around them are what a person needs to see. Only
+    column-map expectations (those with a ``partial_unexpected_list``) get rows; a failure to fetch them is
+    logged, never raised, since the validation itself has run.
+    """
+    values = outcome.details.get("partial_unexpected_list")
+    if outcome.success or not values or not outcome.column:
+        return outcome
+    columns = outcome.column.split(",")
+    if any(column not in df.columns for column in columns):
+        return outcome
+    try:
+        from pyspark.sql import functions as F
+
+        def equals(column: str, value: Any) -> Any:
+            return F.col(column).isNull() if value is None else F.col(column) == F.lit(value)
+
+        condition = None
+        for value in values:
+            if len(columns) > 1 and isinstance(value, Mapping):
+                term = None
+                for column in columns:
+                    part = equals(column, value.get(column))
+                    term = part if term is None else term & part
+            else:
+                term = equals(columns[0], value)
+            condition = term if condition is None else condition | term
+        rows = [json.loads(line) for line in df.where(condition).limit(SAMPLE_ROWS_LIMIT).toJSON().collect()]
+    except Exception:  # noqa: BLE001 - sample rows are a courtesy; the outcome stands without them
+        log.warning("could not fetch sample rows for %s(%s)", outcome.expectation, outcome.column, exc_info=True)
+        return outcome
+    return replace(outcome, details={**outcome.details, "sample_rows": rows})
 
 
 def _docs_path(context: "AbstractDataContext", resource_identifier: Any) -> Path | None:

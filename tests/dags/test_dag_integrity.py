@@ -162,18 +162,19 @@ def test_cdclake_ingest_schedule_settings(dagbag: dict[str, Any]) -> None:
     assert dag["doc_md"].lstrip().startswith("### cdclake_ingest")
 
 
-@pytest.mark.parametrize(("env", "lake", "inbox"), [
-    ({"CDCLAKE_LAKE": None, "CDCLAKE_INBOX": None}, "lake", ""),
-    ({"CDCLAKE_LAKE": "/data/lake", "CDCLAKE_INBOX": "s3://bucket/inbox"}, "/data/lake", "s3://bucket/inbox"),
+@pytest.mark.parametrize(("env", "lake", "inbox", "policy"), [
+    ({"CDCLAKE_LAKE": None, "CDCLAKE_INBOX": None, "CDCLAKE_DQ_POLICY": None}, "lake", "", "fail"),
+    ({"CDCLAKE_LAKE": "/data/lake", "CDCLAKE_INBOX": "s3://bucket/inbox", "CDCLAKE_DQ_POLICY": "t.x=warn"},
+     "/data/lake", "s3://bucket/inbox", "t.x=warn"),
 ], ids=["unset", "from-env"])
 def test_cdclake_ingest_params_have_descriptions_and_defaults(
-    tmp_path: Path, env: dict[str, str | None], lake: str, inbox: str
+    tmp_path: Path, env: dict[str, str | None], lake: str, inbox: str, policy: str
 ) -> None:
     # The defaults of lake and inbox come from the environment the DAG is parsed in.
     bag = _run_python(_DESCRIBE_DAGBAG, [str(DAGS)], tmp_path / "airflow", "DAGBAG-JSON", env)
     params = bag["dags"]["cdclake_ingest"]["params"]
     assert {k: v["default"] for k, v in params.items()} == {
-        "source": "demo", "format": "debezium", "inbox": inbox, "lake": lake, "keys": [],
+        "source": "demo", "format": "debezium", "inbox": inbox, "lake": lake, "keys": [], "dq_policy": policy,
     }
     assert all(v["description"] for v in params.values()), params
     assert params["keys"]["schema"]["type"] == "array"

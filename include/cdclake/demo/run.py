@@ -8,7 +8,8 @@
    with ``airflow dags test`` (one logical date per batch, an hour apart), logging to ``<lake>/logs/``.
 4. Prints what each batch did to each table (the ``apply_changes`` task's return value).
 5. Compares every lake table with the oracle's replay of the logical changes, row by row.
-6. Says where the data-quality Data Docs are and how to browse the runs in the Airflow UI.
+6. Summarizes the stored data-quality results, and prints the URL of the Data Quality page and how to open it
+   (``airflow standalone`` on the same Airflow home and lake).
 
 Exit status 0 when every batch ran and every table matches the oracle, 1 otherwise.
 """
@@ -43,6 +44,8 @@ RUN_TIMEOUT_SECONDS = 30 * 60
 LOG_TAIL_LINES = 30
 DIFF_ROWS = 5
 _MARKER = ".cdclake-demo"
+DQ_PAGE_URL = "http://localhost:8080/cdclake-dq/"
+"""The Data Quality page of ``airflow standalone`` (plugin ``plugins/cdclake_dq.py``)."""
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit): ")
 
 
@@ -257,17 +260,32 @@ def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequenc
 
     docs = Path(data_docs) if data_docs else settings.dq_root
     _print()
-    _print(f"data quality: Data Docs at {docs}" + ("" if docs.exists() else " (missing!)"))
+    _print(f"data quality: {describe_dq_results(settings)}")
+    _print(f"  Data Docs at {docs}" + ("" if docs.exists() else " (missing!)"))
     _print(f"run logs: {settings.root / 'logs'}")
-    _print(f"Airflow UI: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} "
+    _print(f"Data Quality page: {DQ_PAGE_URL} (Airflow UI, navigation entry 'Data Quality'; each DAG run has a "
+           "'Data Quality' tab)")
+    _print(f"  open it with: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} "
            f"AIRFLOW_HOME={home} airflow standalone")
     passwords = home / "simple_auth_manager_passwords.json.generated"
-    _print(f"  then http://localhost:8080 as admin (password in {passwords}); the DAG starts paused")
+    _print(f"  then log in at http://localhost:8080 as admin (password in {passwords}); the DAG starts paused")
     if mismatches:
         _print(f"demo FAILED: {mismatches} table(s) differ from the oracle")
         return 1
     _print(f"demo OK: {len(expected)} tables match the oracle")
     return 0
+
+
+def describe_dq_results(settings: LakeSettings) -> str:
+    """One line about the stored validation results: latest status per table (read with pyiceberg)."""
+    from cdclake.dq_results import TABLE, read_rows
+
+    latest: dict[str, str] = {}
+    rows = read_rows(settings)
+    for row in rows:  # newest first
+        latest.setdefault(row["table_id"], row["status"] or "?")
+    tables = ", ".join(f"{t} {s}" for t, s in sorted(latest.items())) or "no tables validated"
+    return f"{len(rows)} expectation results in {TABLE}; latest: {tables}"
 
 
 def main(argv: list[str] | None = None) -> int:

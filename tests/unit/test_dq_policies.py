@@ -1,0 +1,193 @@
+"""Broken tables through the real validate task body, under each data-quality policy.
+
+Each case builds an Iceberg table in the session lake (its own namespace), stages one micro-batch of canonical
+changes, applies it with the real pipeline, and validates with :func:`cdclake.orchestration.validate_tables`
+(real Spark, Iceberg, Great Expectations). The oracle is the test data: which expectation must fail is read off
+the rows each case writes, and the rows a quarantined table must keep are the rows written before the batch.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdclake import dq_hold, dq_results
+from cdclake.apply import BOOKKEEPING, create_table_sql
+from cdclake.identity import spark_table_name
+from cdclake.normalize import STAGING_MARKER, staging_dir
+from cdclake.orchestration import ValidationFailedError, validate_tables
+from cdclake.pipeline import apply_batch
+from cdclake.reader import dump_rows
+from cdclake.settings import LakeSettings
+
+NOT_NULL = "expect_column_values_to_not_be_null"
+UNIQUE = "expect_column_values_to_be_unique"
+ROW_COUNT = "expect_table_row_count_to_equal"
+FRESHNESS = "expect_column_max_to_be_between"
+BETWEEN = "expect_column_values_to_be_between"
+
+SOURCE_TS_OLD = datetime(2020, 1, 1)
+NOW_NAIVE = datetime.now(timezone.utc).replace(tzinfo=None)
+CANONICAL = ("op string, table_id string, key struct<id:int>, before struct<id:int,name:string>, "
+             "after struct<id:int,name:string>, position string, source_ts timestamp, snapshot string, "
+             "batch_id string, source string, format string, input_file string, raw_line bigint, "
+             "raw_offset bigint, unavailable array<string>, patch string")
+
+
+def _create(spark, tid: str, rows: list[tuple[Any, str]], *, source_ts: datetime) -> None:
+    """The table as a broken writer left it: ``rows`` (id, name) with bookkeeping, no checks."""
+    from pyspark.sql.types import IntegerType, StringType, StructField
+
+    name = spark_table_name(tid)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.`{tid.split('.')[0]}`")
+    spark.sql(create_table_sql(name, [StructField("id", IntegerType()), StructField("name", StringType())], ["id"]))
+    data = [(i, n, f"0000-{k:04d}", "r", source_ts, "b0", source_ts) for k, (i, n) in enumerate(rows)]
+    schema = "id int, name string, " + ", ".join(f"{c} {t}" for c, t in BOOKKEEPING)
+    spark.createDataFrame(data, schema).writeTo(name).append()
+
+
+def _stage(spark, settings: LakeSettings, *, source: str, batch_id: str, tid: str,
+           changes: list[tuple[int, str]], source_ts: datetime) -> None:
+    """Stage one batch of inserts for ``tid`` exactly as normalize lays it out."""
+    rows = [("c", tid, {"id": i}, None, {"id": i, "name": n}, f"0001-{k:04d}", source_ts, None, batch_id, source,
+             "debezium", "inbox/batch.jsonl", k + 1, k * 100, None, None) for k, (i, n) in enumerate(changes)]
+    out = staging_dir(settings, source, batch_id)
+    spark.createDataFrame(rows, CANONICAL).write.mode("overwrite").parquet(str(out / tid))
+    (out / STAGING_MARKER).write_text(json.dumps({"tables": {tid: {"key": ["id"], "columns": ["id", "name"]}}}))
+
+
+def _run(spark, settings: LakeSettings, tid: str, *, before: list[tuple[Any, str]], batch: list[tuple[int, str]],
+         policy: str, source_ts: datetime = NOW_NAIVE, after_apply: str | None = None,
+         freshness: str | None = None, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any] | None, Any]:
+    source = tid.replace(".", "_")
+    _create(spark, tid, before, source_ts=source_ts)
+    _stage(spark, settings, source=source, batch_id="0001", tid=tid, changes=batch, source_ts=source_ts)
+    applied = apply_batch(spark, settings, source=source, batch_id="0001")
+    if after_apply:
+        spark.sql(after_apply.format(name=spark_table_name(tid)))
+    monkeypatch.delenv("CDCLAKE_DQ_POLICY", raising=False)
+    if freshness:
+        monkeypatch.setenv("CDCLAKE_DQ_FRESHNESS", freshness)
+    else:
+        monkeypatch.delenv("CDCLAKE_DQ_FRESHNESS", raising=False)
+    params = {"source": source, "format": "debezium", "lake": str(settings.root), "dq_policy": f"{tid}={policy}"}
+    try:
+        return validate_tables(params, applied.to_dict(), run_id=f"run-{source}", dag_id="cdclake_ingest"), None
+    except ValidationFailedError as exc:
+        return None, exc
+
+
+def _failed(report: dict[str, Any], tid: str) -> list[tuple[str, str, str | None]]:
+    return sorted((s["suite"], o["expectation"], o["column"]) for s in report["summaries"] if s["table_id"] == tid
+                  for o in s["outcomes"] if not o["success"])
+
+
+def _stored(settings: LakeSettings, tid: str) -> list[dict[str, Any]]:
+    return [r for r in dq_results.read_rows(settings) if r["table_id"] == tid]
+
+
+CASES = {
+    # case: (rows before the batch, the batch's inserts, statement after apply, freshness SLA, source ts,
+    #        the failed (suite, expectation, column))
+    "duplicate_key": ([(1, "a"), (2, "b"), (2, "b again")], [(3, "c")], None, None, NOW_NAIVE,
+                      [("cdclake.{t}", UNIQUE, "id")]),
+    "null_key": ([(1, "a"), (None, "nobody")], [(3, "c")], None, None, NOW_NAIVE,
+                 [("cdclake.{t}", NOT_NULL, "id")]),
+    "row_count_mismatch": ([(1, "a"), (2, "b")], [(3, "c")], "DELETE FROM {name} WHERE id = 1", None, NOW_NAIVE,
+                           [("cdclake.{t}", ROW_COUNT, None)]),
+    "stale_data": ([(1, "a")], [(3, "c")], None, "1h", SOURCE_TS_OLD,
+                   [("cdclake.{t}", FRESHNESS, "_cdc_source_ts")]),
+}
+
+
+@pytest.mark.parametrize("policy", ["fail", "warn", "quarantine"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_broken_table_fails_exactly_the_expected_expectations(spark, session_lake, monkeypatch, case, policy):
+    before, batch, after_apply, freshness, source_ts, expected = CASES[case]
+    tid = f"dq_{case}_{policy}.items"
+    expected = sorted((suite.format(t=tid), exp, col) for suite, exp, col in expected)
+
+    report, error = _run(spark, session_lake, tid, before=before, batch=batch, policy=policy, source_ts=source_ts,
+                         after_apply=after_apply, freshness=freshness, monkeypatch=monkeypatch)
+
+    if policy == "fail":
+        assert report is None and error is not None
+        report = error.report
+        message = str(error)
+        assert "validation FAILED for 1 of 1 table(s)" in message
+        for _, expectation, _ in expected:
+            assert f"failed: {expectation}" in message
+        assert "report: " in message and str(session_lake.dq_root / "results" / tid) in message
+    else:
+        assert error is None and report is not None and report["success"] is True
+    assert _failed(report, tid) == expected
+    status = {"fail": "failed", "warn": "warned", "quarantine": "quarantined"}[policy]
+    assert report["tables"][tid]["status"] == status
+
+    stored = _stored(session_lake, tid)
+    assert {r["status"] for r in stored} == {status}
+    assert {r["policy"] for r in stored} == {policy}
+    assert sorted((r["suite"], r["expectation"], r["column_name"]) for r in stored if not r["success"]) == expected
+    assert all(r["dag_id"] == "cdclake_ingest" and r["batch_id"] == "0001" for r in stored)
+    assert all(r["report_json"] for r in stored)
+
+    held = [h for h in dq_hold.list_held(session_lake) if h.table_id == tid]
+    if policy == "quarantine":
+        # The batch's insert of id 3 is held back: the table is what it was before the batch.
+        (record,) = held
+        assert expected[0][1] in record.reason
+        ids = sorted((r["id"] is None, r["id"]) for r in dump_rows(session_lake, tid))
+        assert ids == sorted((i is None, i) for i, _ in before)
+        assert (staging_dir(session_lake, tid.replace(".", "_"), "0001") / "_held" / tid).is_dir()
+    else:
+        assert held == []
+        assert 3 in {r["id"] for r in dump_rows(session_lake, tid)}
+
+
+def test_sample_rows_show_the_offending_rows(spark, session_lake, monkeypatch):
+    tid = "dq_samples.items"
+    report, error = _run(spark, session_lake, tid, before=[(1, "a"), (2, "b"), (2, "b again")], batch=[(3, "c")],
+                         policy="warn", monkeypatch=monkeypatch)
+    assert error is None
+    (row,) = [r for r in _stored(session_lake, tid) if r["expectation"] == UNIQUE]
+    assert row["success"] is False
+    assert sorted(r["name"] for r in row["sample_rows"]) == ["b", "b again"]
+    assert row["details"]["partial_unexpected_list"] == [2, 2]
+
+
+def test_quarantined_batch_is_released_after_a_fix(spark, session_lake, monkeypatch):
+    tid = "dq_release.items"
+    source = tid.replace(".", "_")
+    # The batch's source timestamps are two days in the future: only the batch suite's check fails.
+    report, _ = _run(spark, session_lake, tid, before=[(1, "a")], batch=[(3, "c"), (4, "d")], policy="quarantine",
+                     source_ts=NOW_NAIVE + timedelta(days=2), monkeypatch=monkeypatch)
+    assert report["tables"][tid]["status"] == "quarantined"
+    assert _failed(report, tid) == [(f"cdclake_batch.{tid}", BETWEEN, "source_ts")]
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1]
+
+    counts = dq_hold.release(spark, session_lake, source=source, batch_id="0001", table_id=tid)
+
+    assert (counts.inserted, counts.rows_after) == (2, 3)
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 3, 4]
+    assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
+
+
+def test_user_suite_yaml_adds_expectations(spark, session_lake, monkeypatch, tmp_path: Path):
+    tid = "dq_user.items"
+    (tmp_path / f"{tid}.yaml").write_text(
+        "expectations:\n"
+        "  - type: ExpectColumnValuesToMatchRegex\n"
+        "    kwargs: {column: name, regex: '^[a-z]+$'}\n"
+        "    notes: names are lower-case words\n"
+    )
+    monkeypatch.setenv("CDCLAKE_DQ_SUITES", str(tmp_path))
+    report, error = _run(spark, session_lake, tid, before=[(1, "a")], batch=[(3, "Not OK")], policy="fail",
+                         monkeypatch=monkeypatch)
+    assert report is None
+    assert _failed(error.report, tid) == [(f"cdclake.{tid}", "expect_column_values_to_match_regex", "name")]
+    (row,) = [r for r in _stored(session_lake, tid) if not r["success"]]
+    assert [r["name"] for r in row["sample_rows"]] == ["Not OK"]
