@@ -314,8 +314,12 @@ def watermarks(source: KafkaSource, consumer: Any) -> dict[tuple[str, int], tupl
     return marks
 
 
+Planned = tuple[str, int, int, int, int]
+"""(topic, partition, start, end, high watermark) of one planned range."""
+
+
 def plan_ranges(source: KafkaSource, marks: dict[tuple[str, int], tuple[int, int]],
-                landed: dict[tuple[str, int], int]) -> tuple[list[tuple[str, int, int, int, int]], list[dict[str, Any]]]:
+                landed: dict[tuple[str, int], int]) -> tuple[list[Planned], list[dict[str, Any]]]:
     """Plan a batch's ranges from the landed offsets to the high watermarks, capped by the batch size.
 
     Args:
@@ -344,7 +348,7 @@ def plan_ranges(source: KafkaSource, marks: dict[tuple[str, int], tuple[int, int
     return planned, lost
 
 
-def _offset_ranges(batch_id: str, planned: list[tuple[str, int, int, int, int]]) -> list[OffsetRange]:
+def _offset_ranges(batch_id: str, planned: list[Planned]) -> list[OffsetRange]:
     return [OffsetRange(topic, partition, start, end, high, index, f"batches/{batch_id}/part-{index:05d}.jsonl")
             for index, (topic, partition, start, end, high) in enumerate(planned)]
 
@@ -417,30 +421,58 @@ def _json(value: Any) -> str:
     return str(value)
 
 
-def raw_line(*, input_uri: str, file_index: int, index: int, topic: str, partition: int, offset: int,
-             timestamp: int | None, headers: list[tuple[str, bytes | None]] | None, key: bytes | None,
-             value: bytes | None) -> str:
-    """One Kafka record as a raw-record JSON line (the shape :func:`json.dumps` gives file landing's records).
+class RawLines:
+    """Encodes one partition range's Kafka records as raw-record JSON lines, exactly as :func:`json.dumps` renders
+    file landing's records (:data:`cdclake.landing.RAW_FIELDS`, same order and separators).
 
-    Hand-built for speed: this runs once per record.
+    Hand-built because it runs once per record: the constant parts of a line are rendered once per range, and the
+    common case (UTF-8 key, value and headers) takes one decode per field.
     """
-    binary: list[str] = []
-    if headers is None:
+
+    def __init__(self, *, topic: str, partition: int, file_index: int) -> None:
+        self.head = (f'{{"input": {encode_basestring(f"kafka:{topic}/{partition}")}, '
+                     f'"file_index": {file_index}, "index": ')
+        self.middle = (f', "line": null, "byte_offset": null, "framing": "{FRAMING}", '
+                       f'"topic": {encode_basestring(topic)}, "partition": {partition}, "offset": ')
+
+    def line(self, index: int, offset: int, timestamp: int | None, headers: list[tuple[str, bytes | None]] | None,
+             key: bytes | None, value: bytes | None) -> str:
+        """One record's line, ending in a line feed."""
+        try:
+            key_json = "null" if key is None else encode_basestring(key.decode("utf-8"))
+            value_json = "null" if value is None else encode_basestring(value.decode("utf-8"))
+            if headers is None:
+                header_json = "null"
+            else:
+                # A repeated header name keeps its last value, as in a JSON object (and json.dumps of a dict).
+                members = {name: data for name, data in headers}
+                header_json = "{" + ", ".join(
+                    f'{encode_basestring(name)}: {"null" if data is None else encode_basestring(data.decode("utf-8"))}'
+                    for name, data in members.items()) + "}"
+        except UnicodeDecodeError:
+            return self._binary_line(index, offset, timestamp, headers, key, value)
+        return (f'{self.head}{index}{self.middle}{offset}, "timestamp": {"null" if timestamp is None else timestamp}, '
+                f'"headers": {header_json}, "key": {key_json}, "value": {value_json}, "error": null}}\n')
+
+    def _binary_line(self, index: int, offset: int, timestamp: int | None,
+                     headers: list[tuple[str, bytes | None]] | None, key: bytes | None, value: bytes | None) -> str:
+        binary: list[str] = []
         header_json = "null"
-    else:
-        members = {}
-        for name, data in headers:  # a repeated header name keeps its last value, as a JSON object must
-            members[name] = _text(data, f"header:{name}", binary)
-        header_json = "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in members.items()) + "}"
-    key_text = _text(key, "key", binary)
-    value_text = _text(value, "value", binary)
-    line = (f'{{"input": {_json(input_uri)}, "file_index": {file_index}, "index": {index}, "line": null, '
-            f'"byte_offset": null, "framing": "{FRAMING}", "topic": {_json(topic)}, "partition": {partition}, '
-            f'"offset": {offset}, "timestamp": {_json(timestamp)}, "headers": {header_json}, '
-            f'"key": {_json(key_text)}, "value": {_json(value_text)}, "error": null')
-    if binary:
-        line += f', "binary": {json.dumps(binary, ensure_ascii=False)}'
-    return line + "}\n"
+        if headers is not None:
+            members = {name: _text(data, f"header:{name}", binary) for name, data in headers}
+            header_json = "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in members.items()) + "}"
+        key_json = _json(_text(key, "key", binary))
+        value_json = _json(_text(value, "value", binary))
+        return (f'{self.head}{index}{self.middle}{offset}, "timestamp": {_json(timestamp)}, '
+                f'"headers": {header_json}, "key": {key_json}, "value": {value_json}, "error": null, '
+                f'"binary": {json.dumps(binary, ensure_ascii=False)}}}\n')
+
+
+def raw_line(*, topic: str, partition: int, file_index: int, index: int, offset: int, timestamp: int | None,
+             headers: list[tuple[str, bytes | None]] | None, key: bytes | None, value: bytes | None) -> str:
+    """One Kafka record as a raw-record JSON line (see :class:`RawLines`)."""
+    return RawLines(topic=topic, partition=partition, file_index=file_index).line(
+        index, offset, timestamp, headers, key, value)
 
 
 def read_range(task: dict[str, Any]) -> dict[str, Any]:
@@ -465,7 +497,7 @@ def read_range(task: dict[str, Any]) -> dict[str, Any]:
     chunks: list[str] = []
     first = last = None
     tombstones = 0
-    input_uri = f"kafka:{r.topic}/{r.partition}"
+    encode = RawLines(topic=r.topic, partition=r.partition, file_index=r.file_index).line
     try:
         consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
         position = r.start
@@ -500,10 +532,8 @@ def read_range(task: dict[str, Any]) -> dict[str, Any]:
                     break
                 ts_type, ts = msg.timestamp()
                 value = msg.value()
-                chunks.append(raw_line(
-                    input_uri=input_uri, file_index=r.file_index, index=len(chunks), topic=r.topic,
-                    partition=r.partition, offset=offset, timestamp=ts if ts_type != 0 else None,
-                    headers=msg.headers(), key=msg.key(), value=value))
+                chunks.append(encode(len(chunks), offset, ts if ts_type != 0 else None, msg.headers(), msg.key(),
+                                     value))
                 tombstones += value is None
                 first = offset if first is None else first
                 last = offset

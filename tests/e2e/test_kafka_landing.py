@@ -27,7 +27,10 @@ from cdclake.demo.oracle import expected_tables
 from cdclake.kafka import KafkaSource
 from cdclake.reader import dump_rows
 from cdclake.settings import LakeSettings
-from tests.support.kafka_broker import Broker, Message, kafka_broker  # noqa: F401 - the fixture
+from tests.support import kafka_broker as broker_support
+from tests.support.kafka_broker import Broker, Message
+
+kafka_broker = broker_support.kafka_broker  # the module's broker fixture
 
 CLI = [str(Path(sys.executable).parent / "cdclake")]
 STREAM = generate(seed=5, customers=12, orders=15, stream_changes=80, batches=3)
