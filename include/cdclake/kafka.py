@@ -68,8 +68,6 @@ FRAMING = "kafka"
 DEFAULT_MAX_BATCH_RECORDS = 1_000_000
 _ORIGIN = "0" * 8  # the "previous batch" of a source's first Kafka batch
 _PASSTHROUGH = re.compile(r"^(security\.protocol|sasl\..+|ssl\..+)$")
-_RESERVED = ("bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store",
-             "enable.partition.eof", "auto.offset.reset", "isolation.level")
 
 
 class KafkaLandingError(StorageError):
@@ -172,6 +170,9 @@ class KafkaSource:
             # A planned offset that is gone (retention) must fail loudly, never silently skip or restart.
             "auto.offset.reset": "error",
             "isolation.level": "read_committed",
+            # Each reading consumer is assigned one partition: let that partition fill a whole fetch (the default
+            # 1 MiB per partition makes a lone partition take many more round trips than a multi-partition fetch).
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
             **self.client_config,
         }
 
@@ -484,13 +485,14 @@ def read_range(task: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         What the file holds: ``messages``, ``bytes``, ``raw_sha256``, ``first_offset``, ``last_offset``,
-        ``tombstones``, plus the range itself.
+        ``tombstones``, ``seconds`` (the task's wall time), plus the range itself.
 
     Raises:
         KafkaLandingError: The broker did not deliver the range (offsets deleted, broker gone, timeout).
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+    started = time.monotonic()
     r = OffsetRange(**task["range"])
     where = f"{r.topic}/{r.partition} offsets {r.start}..{r.end - 1}"
     consumer = Consumer(task["consumer"])
@@ -547,7 +549,7 @@ def read_range(task: dict[str, Any]) -> dict[str, Any]:
         os.kill(task["driver_pid"], signal.SIGKILL)
     return {**r.to_dict(), "messages": len(chunks), "bytes": len(body),
             "raw_sha256": hashlib.sha256(body).hexdigest(), "first_offset": first, "last_offset": last,
-            "tombstones": tombstones}
+            "tombstones": tombstones, "seconds": round(time.monotonic() - started, 3)}
 
 
 def _read_all(spark: "SparkSession", tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -557,7 +559,18 @@ def _read_all(spark: "SparkSession", tasks: list[dict[str, Any]]) -> list[dict[s
         # whatever "python3" is first on the PATH.
         sc.pythonExec = sys.executable
     sc.setJobDescription(f"cdclake: land {len(tasks)} Kafka offset range(s)")
-    return sc.parallelize(tasks, len(tasks)).map(read_range).collect()
+    return sc.parallelize(tasks, len(tasks)).map(_read_range_task).collect()
+
+
+def _read_range_task(task: dict[str, Any]) -> dict[str, Any]:
+    """:func:`read_range` in a Spark task: a failure comes back as the range's ``error`` (Spark would wrap the
+    exception in a Java stack trace) so the driver can raise one clear error naming every failed range."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return read_range(task)
+    except (KafkaLandingError, KafkaException) as exc:
+        return {**task["range"], "error": str(exc)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -613,6 +626,9 @@ def land_kafka(settings: LakeSettings, *, source: str, kafka: KafkaSource,
         KafkaLandingError: A planned range could not be read; the batch stays incomplete and the next run
             re-reads it.
     """
+    fault = os.environ.get(FAULT_ENV)
+    if fault and fault not in FAULTS:
+        raise ConfigError(f"{FAULT_ENV}={fault!r} is not one of {', '.join(FAULTS)} (a test hook; unset it)")
     settings.ensure_local_dirs()
     store = raw_store(settings, source)
     consumer = _admin_consumer(kafka)
@@ -674,6 +690,11 @@ def _land(settings: LakeSettings, store: ObjectStore, source: str, kafka: KafkaS
               "fault": fault, "driver_pid": os.getpid()} for r in ranges]
     started = time.monotonic()
     results = sorted(_read_all(_session(settings, spark), tasks), key=lambda x: x["file_index"])
+    failed = [x["error"] for x in results if "error" in x]
+    if failed:
+        raise KafkaLandingError(f"batch {batch_id} of {source!r}: {len(failed)} of {len(results)} offset range(s) "
+                                f"could not be read ({'; '.join(failed[:3])}); the batch stays incomplete and the "
+                                "next run re-reads its ranges")
     seconds = time.monotonic() - started
     count = sum(x["messages"] for x in results)
     size = sum(x["bytes"] for x in results)

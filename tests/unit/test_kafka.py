@@ -118,3 +118,23 @@ def test_a_lander_that_died_after_claiming_the_successor_is_taken_over(kafka_bro
     assert (landed.batch_id, landed.message_count) == ("00000001", 10)
     again = land_kafka(session_lake, source="unit-takeover", kafka=source, spark=lambda: pytest.fail("no Spark"))
     assert again.batch_id is None and again.lag == {"unit.takeover": {"0": 0, "1": 0}}
+
+
+def test_an_unreadable_range_fails_with_one_clear_error_and_stays_incomplete(kafka_broker: Broker, spark,
+                                                                               session_lake: LakeSettings) -> None:
+    from cdclake.kafka import KafkaLandingError, land_kafka
+    from cdclake.landing import raw_store
+
+    kafka_broker.create_topics({"unit.gone": 1})
+    kafka_broker.produce([("unit.gone", b"k%d" % i, b"v%d" % i, None) for i in range(5)])
+    store = raw_store(session_lake, "unit-gone")
+    # A planned range the broker no longer has (as after retention or a recreated topic).
+    planned = {"topic": "unit.gone", "partition": 0, "start": 100, "end": 110, "high_watermark": 110,
+               "file_index": 0, "raw_object": "batches/00000001/part-00000.jsonl"}
+    store.write_bytes("manifests/00000001.json", json.dumps({
+        "batch_id": "00000001", "source": "unit-gone", "message_count": 10, "files": [],
+        "kafka": {"ranges": [planned], "offsets": {"unit.gone": {"0": 110}}}}).encode())
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.gone",), group_id="unit-gone", timeout_s=5)
+    with pytest.raises(KafkaLandingError, match=r"1 of 1 offset range\(s\) could not be read .*unit.gone/0"):
+        land_kafka(session_lake, source="unit-gone", kafka=source, spark=spark)
+    assert not store.exists("kafka/complete/00000001.json")
