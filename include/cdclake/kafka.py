@@ -26,6 +26,15 @@ record's, ``headers`` an object of header name -> value, ``key``/``value`` the r
 are not UTF-8 are stored base64-encoded instead, and the record's extra field ``binary`` lists them (``key``,
 ``value``, ``header:<name>``), so nothing is ever altered silently; normalization then quarantines such a message.
 
+On a Spark cluster the tasks run on the executors: they need confluent-kafka and cdclake installed, a raw zone they
+can reach (``s3://`` or a shared path) and S3 credentials in their own environment. The Kafka client settings,
+including the security passthrough, travel with the tasks; they are never written to the raw zone or logged.
+
+Known limits: with an open transaction on a topic, a range planned up to the high watermark waits for the last
+stable offset (``isolation.level=read_committed``) and fails after ``timeout_s`` without progress; the batch stays
+incomplete and the next run re-reads it. Offsets deleted by retention before they were landed are logged and listed
+in the manifest (``lost_to_retention``); a planned range whose offsets are deleted before it is read fails the run.
+
 Test hook: the environment variable ``CDCLAKE_FAULT`` makes the landing process SIGKILL itself at one point, so
 tests can crash it for real (never set it in production):
 

@@ -14,6 +14,7 @@ from cdclake.landing import _record
 from cdclake.settings import LakeSettings
 from tests.support import kafka_broker as broker_support
 from tests.support.kafka_broker import Broker
+from tests.support.s3_server import S3Bucket, s3_bucket, s3_endpoint  # noqa: F401 - fixtures
 
 kafka_broker = broker_support.kafka_broker  # the module's broker fixture
 
@@ -100,6 +101,20 @@ def test_read_range_stops_at_its_end_although_more_records_exist(kafka_broker: B
     lines = [json.loads(x) for x in (tmp_path / "part.jsonl").read_text().splitlines()]
     assert [r["offset"] for r in lines] == list(range(5, 12)) == list(range(result["first_offset"], 12))
     assert [r["value"] for r in lines] == [f"v{i}" for i in range(5, 12)] and result["messages"] == 7
+
+
+def test_read_range_writes_its_file_to_an_s3_raw_zone(kafka_broker: Broker, s3_bucket: S3Bucket) -> None:
+    kafka_broker.create_topics({"unit.s3": 1})
+    kafka_broker.produce([("unit.s3", b"k%d" % i, None if i == 2 else b"v%d" % i, None) for i in range(4)])
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.s3",), group_id="unit")
+    result = read_range({"range": {"topic": "unit.s3", "partition": 0, "start": 0, "end": 4, "high_watermark": 4,
+                                   "file_index": 0, "raw_object": "batches/00000001/part-00000.jsonl"},
+                         "consumer": source.consumer_config(), "raw_root": s3_bucket.uri("raw/src"),
+                         "s3_endpoint": s3_bucket.endpoint, "timeout_s": 30})
+    body = s3_bucket.client().get_object(Bucket=s3_bucket.name,
+                                         Key="raw/src/batches/00000001/part-00000.jsonl")["Body"].read()
+    assert [json.loads(x)["value"] for x in body.decode().splitlines()] == ["v0", "v1", None, "v3"]
+    assert (result["messages"], result["tombstones"]) == (4, 1)
 
 
 def test_a_lander_that_died_after_claiming_the_successor_is_taken_over(kafka_broker: Broker, spark,
