@@ -1,6 +1,7 @@
 """The ``cdclake`` command line: a stable contract other tooling drives.
 
     cdclake apply --format FORMAT --input PATH [PATH ...] --lake DIR [--key [TABLE=]COL[,COL...]] [--source NAME]
+    cdclake apply --format FORMAT --kafka BOOTSTRAP --topics T1[,T2...] --lake DIR [--max-records N] [...]
     cdclake tables --lake DIR
     cdclake dump --lake DIR --table NAME [--all]
     cdclake quarantine list --lake DIR [--source NAME] [--batch ID] [--reason TEXT]
@@ -9,8 +10,9 @@
     cdclake dq held --lake DIR [--source NAME]
     cdclake dq release --lake DIR --source NAME --batch ID --table NAME
 
-``apply`` lands the inputs as the next micro-batch of the lake, normalizes and applies it, and prints one JSON
-object. Bad arguments or unreadable input: a one-line error on stderr and exit code 2. Progress goes to stderr.
+``apply`` lands the inputs (or everything new on Kafka topics since the offsets the lake landed last) as the next
+micro-batch of the lake, normalizes and applies it, and prints one JSON object (with ``lag`` per topic and partition
+for Kafka). Bad arguments or unreadable input: a one-line error on stderr and exit code 2. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Sequence
 
-from cdclake.exceptions import CdclakeError
+from cdclake.exceptions import CdclakeError, ConfigError
 from cdclake.formats import FORMATS
 from cdclake.landing import FRAMINGS
 
@@ -42,8 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     apply = sub.add_parser("apply", help="land input files as the next micro-batch, normalize and apply it")
     apply.add_argument("--format", required=True, choices=FORMATS, help="change-stream format of the input")
-    apply.add_argument("--input", required=True, nargs="+", metavar="PATH",
-                       help="input files, directories or s3:// prefixes")
+    origin = apply.add_mutually_exclusive_group(required=True)
+    origin.add_argument("--input", nargs="+", metavar="PATH", help="input files, directories or s3:// prefixes")
+    origin.add_argument("--kafka", metavar="BOOTSTRAP",
+                        help="land from Kafka: bootstrap servers host:port[,...] (security settings from "
+                             "CDCLAKE_KAFKA_SECURITY_PROTOCOL, CDCLAKE_KAFKA_SASL_*, CDCLAKE_KAFKA_SSL_*)")
+    apply.add_argument("--topics", metavar="T1[,T2...]", help="with --kafka: the topics to land")
+    apply.add_argument("--topic-pattern", metavar="REGEX", help="with --kafka: land every topic matching REGEX")
+    apply.add_argument("--group", metavar="ID", help="with --kafka: consumer group for the advisory offset commits "
+                                                     "(default: CDCLAKE_KAFKA_GROUP_ID, else cdclake-<source>)")
+    apply.add_argument("--max-records", type=int, metavar="N",
+                       help="with --kafka: at most N offsets in this batch (default 1000000)")
     apply.add_argument("--lake", required=True, metavar="DIR", help="lake directory (created if missing)")
     apply.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
                        help="primary key for input that carries none (repeatable)")
@@ -100,10 +112,27 @@ def _apply(args: argparse.Namespace) -> int:
 
     keys = KeySpec.parse(args.key)
     settings = LakeSettings.from_env(args.lake)
-    landed = pipeline.land_inputs(settings, source=args.source, inputs=args.input, framing=args.framing)
+    if args.kafka:
+        from cdclake.kafka import KafkaSource
+
+        if bool(args.topics) == bool(args.topic_pattern):
+            raise ConfigError("--kafka needs exactly one of --topics T1[,T2...] or --topic-pattern REGEX")
+        source = KafkaSource.from_config(args.kafka, topics=args.topics, pattern=args.topic_pattern,
+                                         group_id=args.group or os.environ.get("CDCLAKE_KAFKA_GROUP_ID")
+                                         or f"cdclake-{args.source}", max_batch_records=args.max_records)
+        landed = pipeline.next_kafka_batch(settings, source=args.source, kafka=source,
+                                           spark=lambda: get_spark(settings))
+    else:
+        for flag in ("topics", "topic_pattern", "group", "max_records"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag.replace('_', '-')} only applies with --kafka")
+        landed = pipeline.land_inputs(settings, source=args.source, inputs=args.input, framing=args.framing)
     if landed.batch_id is None:
-        print(json.dumps({"batch_id": None, "source": args.source, "messages": 0, "tables": {}, "quarantined": 0,
-                          "skipped": {}}))
+        nothing: dict[str, object] = {"batch_id": None, "source": args.source, "messages": 0, "tables": {},
+                                      "quarantined": 0, "skipped": {}}
+        if landed.lag is not None:
+            nothing["lag"] = landed.lag
+        print(json.dumps(nothing))
         return 0
     spark = get_spark(settings)
     normalized = pipeline.normalize_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
@@ -122,6 +151,8 @@ def _apply(args: argparse.Namespace) -> int:
         "quarantined": normalized.quarantined,
         "skipped": normalized.skipped,
     }
+    if landed.lag is not None:
+        out["lag"] = landed.lag
     if args.validate:
         summaries = pipeline.validate_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
                                             applied=applied, run_id=f"cli-{args.source}-{landed.batch_id}")

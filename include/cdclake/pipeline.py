@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
 
 if TYPE_CHECKING:
     from typing import Mapping
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from cdclake.apply_options import ApplyOptions
     from cdclake.dq_config import DqConfig
+    from cdclake.kafka import KafkaSource
     from cdclake.keys import KeySpec
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings
@@ -38,6 +39,7 @@ class LandResult:
         created: False when every input had been landed before (the existing batch is returned).
         message_count: Messages in the batch.
         manifest: Location of the batch manifest.
+        lag: Kafka sources only: per topic and partition, offsets not landed yet (high watermark minus landed).
     """
 
     source: str
@@ -45,6 +47,7 @@ class LandResult:
     created: bool
     message_count: int = 0
     manifest: str | None = None
+    lag: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +125,32 @@ def land_inputs(settings: "LakeSettings", *, source: str, inputs: Sequence[str],
     return LandResult(source, batch_id, created, count, manifest)
 
 
+def land_kafka(settings: "LakeSettings", *, source: str, kafka: "KafkaSource",
+               spark: "SparkSession | Callable[[], SparkSession] | None" = None) -> LandResult:
+    """Land everything new on a Kafka source's topics as its next batch (see :mod:`cdclake.kafka`).
+
+    The landed offsets live in the batch manifests; a batch a crashed run left incomplete is finished first.
+
+    Args:
+        settings: The lake.
+        source: Source name.
+        kafka: Bootstrap servers, topics, consumer group, batch size cap and security settings.
+        spark: The session (or a function returning it) whose tasks read the offset ranges; started only when
+            there is something to read.
+
+    Returns:
+        The batch, or ``batch_id=None`` when no partition had new offsets; ``lag`` per topic and partition.
+
+    Raises:
+        InputError: Topics missing or the broker not answering.
+        KafkaLandingError: A planned offset range could not be read (the next run re-reads it).
+    """
+    from cdclake.kafka import land_kafka as run
+
+    landed = run(settings, source=source, kafka=kafka, spark=spark)
+    return LandResult(source, landed.batch_id, landed.created, landed.message_count, landed.manifest, landed.lag)
+
+
 def land_inbox(settings: "LakeSettings", *, source: str, inbox: str, framing: str = "auto") -> LandResult:
     """Land every inbox file (a directory or ``s3://`` prefix) not landed before, as one new batch.
 
@@ -158,6 +187,26 @@ def next_batch(settings: "LakeSettings", *, source: str, inbox: str, framing: st
         manifest = read_manifest(settings, source, pending[0])
         return LandResult(source, pending[0], False, manifest["message_count"], None)
     return land_inbox(settings, source=source, inbox=inbox, framing=framing)
+
+
+def next_kafka_batch(settings: "LakeSettings", *, source: str, kafka: "KafkaSource",
+                     spark: "SparkSession | Callable[[], SparkSession] | None" = None) -> LandResult:
+    """The batch a run of a Kafka source should process: the oldest landed-but-unapplied one, else a new one.
+
+    Like :func:`next_batch`: a run that died after landing (its batch complete, maybe already committed to the
+    consumer group) resumes that batch first (``created=False``) instead of leaving it unapplied. A batch whose
+    landing did not finish is finished by :func:`land_kafka`.
+    """
+    from cdclake.kafka import batch_complete
+    from cdclake.landing import list_batches, read_manifest
+
+    pending = [b for b in list_batches(settings, source)
+               if not is_applied(settings, source, b) and batch_complete(settings, source, b)]
+    if pending:
+        manifest = read_manifest(settings, source, pending[0])
+        log.info("batch %s of %r was landed but not applied: processing it first", pending[0], source)
+        return LandResult(source, pending[0], False, manifest["message_count"], None)
+    return land_kafka(settings, source=source, kafka=kafka, spark=spark)
 
 
 def _applied_marker(settings: "LakeSettings", source: str, batch_id: str) -> Any:

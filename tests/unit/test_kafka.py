@@ -1,0 +1,155 @@
+"""Kafka landing pieces: the raw-record encoding, source config, range planning and the batch cap; range reading
+and lander recovery against a real broker (Tansu)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cdclake.exceptions import ConfigError
+from cdclake.kafka import KafkaSource, _cap, plan_ranges, raw_line, read_range
+from cdclake.landing import _record
+from cdclake.settings import LakeSettings
+from tests.support import kafka_broker as broker_support
+from tests.support.kafka_broker import Broker
+from tests.support.s3_server import S3Bucket, s3_bucket, s3_endpoint  # noqa: F401 - fixtures
+
+kafka_broker = broker_support.kafka_broker  # the module's broker fixture
+
+
+@pytest.mark.parametrize("key, value, headers", [
+    (b'{"id":1}', b'{"a":"caf\xc3\xa9 \\"q\\" \xe2\x80\xa8 \\n"}', [("__debezium.oldkey", b'{"id":0}')]),
+    (None, None, None),
+    (b"line\nbreak\ttab\x01", b"", [("a", None), ("b", b"\xe2\x98\x83")]),
+])
+def test_raw_line_is_the_raw_record_json_of_file_landing(key, value, headers) -> None:
+    line = raw_line(file_index=2, index=7, topic="t", partition=3, offset=41,
+                    timestamp=1700000000123, headers=headers, key=key, value=value)
+    expected = _record(input="kafka:t/3", file_index=2, index=7, framing="kafka", topic="t", partition=3,
+                       offset=41, timestamp=1700000000123,
+                       headers=None if headers is None else {n: None if v is None else v.decode() for n, v in headers},
+                       key=None if key is None else key.decode(), value=None if value is None else value.decode())
+    assert line == json.dumps(expected, ensure_ascii=False) + "\n"
+
+
+def test_raw_line_keeps_bytes_that_are_not_utf8_as_base64() -> None:
+    record = json.loads(raw_line(file_index=0, index=0, topic="t", partition=0, offset=0,
+                                 timestamp=None, headers=[("h", b"\xff")], key=b"\x80\x00", value=b"ok"))
+    assert record["binary"] == ["header:h", "key"]
+    assert (record["key"], record["headers"], record["value"]) == ("gAA=", {"h": "/w=="}, "ok")
+
+
+@pytest.mark.parametrize("lags, limit, expected", [
+    ([5, 5], 100, [5, 5]),
+    ([10, 10, 10], 9, [3, 3, 3]),
+    ([1, 10, 10], 9, [1, 4, 4]),
+    ([10, 10], 5, [3, 2]),
+    ([0, 7], 3, [0, 3]),
+])
+def test_cap_splits_the_batch_size_fairly(lags, limit, expected) -> None:
+    assert _cap(lags, limit) == expected
+
+
+def test_plan_starts_after_the_landed_offsets_and_reports_retention_gaps() -> None:
+    source = KafkaSource("b:1", topics=("t",), max_batch_records=100)
+    marks = {("t", 0): (0, 10), ("t", 1): (5, 8), ("t", 2): (0, 4), ("u", 0): (2, 6)}
+    planned, lost = plan_ranges(source, marks, {("t", 0): 7, ("t", 1): 3, ("t", 2): 4})
+    assert planned == [("t", 0, 7, 10, 10), ("t", 1, 5, 8, 8), ("u", 0, 2, 6, 6)]
+    assert lost == [{"topic": "t", "partition": 1, "start": 3, "end": 5}]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"topics": None}, "exactly one of topics"),
+    ({"topics": "a", "pattern": "a.*"}, "exactly one of topics"),
+    ({"topics": None, "pattern": "("}, "not a regular expression"),
+    ({"topics": "a", "max_batch_records": 0}, "at least 1"),
+    ({"topics": "a", "client_config": {"bootstrap.servers": "x"}}, "'bootstrap.servers' is not passed through"),
+    ({"topics": "a", "env": {"CDCLAKE_KAFKA_MAX_BATCH_RECORDS": "many"}}, "is not an integer"),
+])
+def test_config_errors_name_the_setting(kwargs, message) -> None:
+    kwargs.setdefault("env", {})
+    with pytest.raises(ConfigError, match=message):
+        KafkaSource.from_config("broker:9092", **kwargs)
+
+
+def test_security_settings_pass_through_from_config_and_env() -> None:
+    source = KafkaSource.from_config(
+        "broker:9093", topics="dbserver1.inventory.customers, dbserver1.inventory.orders",
+        client_config={"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u"},
+        env={"CDCLAKE_KAFKA_SASL_PASSWORD": "secret", "CDCLAKE_KAFKA_SSL_CA_LOCATION": "/ca.pem",
+             "CDCLAKE_KAFKA_GROUP_ID": "g", "CDCLAKE_KAFKA_MAX_BATCH_RECORDS": "500", "OTHER": "x"})
+    assert source.topics == ("dbserver1.inventory.customers", "dbserver1.inventory.orders")
+    assert (source.group_id, source.max_batch_records) == ("g", 500)
+    config = source.consumer_config()
+    assert {k: config[k] for k in ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
+                                   "ssl.ca.location")} == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u",
+        "sasl.password": "secret", "ssl.ca.location": "/ca.pem"}
+    assert "secret" not in repr(source)
+
+
+def test_read_range_stops_at_its_end_although_more_records_exist(kafka_broker: Broker, tmp_path: Path) -> None:
+    kafka_broker.create_topics({"unit.range": 1})
+    kafka_broker.produce([("unit.range", b"k%d" % i, b"v%d" % i, None) for i in range(20)])
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.range",), group_id="unit")
+    result = read_range({"range": {"topic": "unit.range", "partition": 0, "start": 5, "end": 12,
+                                   "high_watermark": 20, "file_index": 0, "raw_object": "part.jsonl"},
+                         "consumer": source.consumer_config(), "raw_root": str(tmp_path), "s3_endpoint": None,
+                         "timeout_s": 30})
+    lines = [json.loads(x) for x in (tmp_path / "part.jsonl").read_text().splitlines()]
+    assert [r["offset"] for r in lines] == list(range(5, 12)) == list(range(result["first_offset"], 12))
+    assert [r["value"] for r in lines] == [f"v{i}" for i in range(5, 12)] and result["messages"] == 7
+
+
+def test_read_range_writes_its_file_to_an_s3_raw_zone(kafka_broker: Broker, s3_bucket: S3Bucket) -> None:
+    kafka_broker.create_topics({"unit.s3": 1})
+    kafka_broker.produce([("unit.s3", b"k%d" % i, None if i == 2 else b"v%d" % i, None) for i in range(4)])
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.s3",), group_id="unit")
+    result = read_range({"range": {"topic": "unit.s3", "partition": 0, "start": 0, "end": 4, "high_watermark": 4,
+                                   "file_index": 0, "raw_object": "batches/00000001/part-00000.jsonl"},
+                         "consumer": source.consumer_config(), "raw_root": s3_bucket.uri("raw/src"),
+                         "s3_endpoint": s3_bucket.endpoint, "timeout_s": 30})
+    body = s3_bucket.client().get_object(Bucket=s3_bucket.name,
+                                         Key="raw/src/batches/00000001/part-00000.jsonl")["Body"].read()
+    assert [json.loads(x)["value"] for x in body.decode().splitlines()] == ["v0", "v1", None, "v3"]
+    assert (result["messages"], result["tombstones"]) == (4, 1)
+
+
+def test_a_lander_that_died_after_claiming_the_successor_is_taken_over(kafka_broker: Broker, spark,
+                                                                       session_lake: LakeSettings) -> None:
+    from cdclake.kafka import land_kafka
+    from cdclake.landing import raw_store
+
+    kafka_broker.create_topics({"unit.takeover": 2})
+    kafka_broker.produce([("unit.takeover", b"k%d" % i, b"v%d" % i, None) for i in range(10)])
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.takeover",), group_id="unit-takeover")
+    store = raw_store(session_lake, "unit-takeover")
+    # The dead lander claimed batch 00000001 and the right to follow "no batch", then died before its manifest.
+    store.write_bytes("claims/00000001", b"")
+    store.write_bytes("kafka/successor/00000000", b"00000001")
+    landed = land_kafka(session_lake, source="unit-takeover", kafka=source, spark=spark)
+    assert (landed.batch_id, landed.message_count) == ("00000001", 10)
+    again = land_kafka(session_lake, source="unit-takeover", kafka=source, spark=lambda: pytest.fail("no Spark"))
+    assert again.batch_id is None and again.lag == {"unit.takeover": {"0": 0, "1": 0}}
+
+
+def test_an_unreadable_range_fails_with_one_clear_error_and_stays_incomplete(kafka_broker: Broker, spark,
+                                                                               session_lake: LakeSettings) -> None:
+    from cdclake.kafka import KafkaLandingError, land_kafka
+    from cdclake.landing import raw_store
+
+    kafka_broker.create_topics({"unit.gone": 1})
+    kafka_broker.produce([("unit.gone", b"k%d" % i, b"v%d" % i, None) for i in range(5)])
+    store = raw_store(session_lake, "unit-gone")
+    # A planned range the broker no longer has (as after retention or a recreated topic).
+    planned = {"topic": "unit.gone", "partition": 0, "start": 100, "end": 110, "high_watermark": 110,
+               "file_index": 0, "raw_object": "batches/00000001/part-00000.jsonl"}
+    store.write_bytes("manifests/00000001.json", json.dumps({
+        "batch_id": "00000001", "source": "unit-gone", "message_count": 10, "files": [],
+        "kafka": {"ranges": [planned], "offsets": {"unit.gone": {"0": 110}}}}).encode())
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.gone",), group_id="unit-gone", timeout_s=5)
+    with pytest.raises(KafkaLandingError, match=r"1 of 1 offset range\(s\) could not be read .*unit.gone/0"):
+        land_kafka(session_lake, source="unit-gone", kafka=source, spark=spark)
+    assert not store.exists("kafka/complete/00000001.json")
