@@ -446,11 +446,12 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
         counts = {r["_action"]: r["count"] for r in winners.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
         noop = counts.get("noop", 0)
-        rows_before = spark.table(name).where(live).count()
+        stored_rows = spark.table(name).agg(F.count(F.lit(1)).alias("all"), F.count_if(live).alias("live")).first()
+        rows_before = stored_rows["live"]
         acting = ("insert", "update", "delete", "noop") if soft else ("insert", "update", "delete")
         keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(soft))]
         if inserted + updated + deleted + (noop if soft else 0):
-            if spark.table(name).limit(1).count() == 0 and not (updated or deleted):
+            if stored_rows["all"] == 0 and not (updated or deleted):
                 winners.where(F.col("_action").isin("insert", "noop" if soft else "insert")).select(*keep) \
                     .writeTo(name).append()
             else:
@@ -461,7 +462,7 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                 finally:
                     spark.catalog.dropTempView(view)
             faults.point("apply:after-merge")
-        if not soft:
+        if not soft and (deleted or noop):
             tombstones.record_deletes(spark, tid, winners.where(
                 (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
         faults.point("apply:after-tombstones")
