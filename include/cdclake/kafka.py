@@ -756,3 +756,18 @@ def batch_complete(settings: LakeSettings, source: str, batch_id: str) -> bool:
     store = raw_store(settings, source)
     manifest = json.loads(store.read_bytes(f"manifests/{batch_id}.json"))
     return "kafka" not in manifest or store.exists(_complete_key(batch_id))
+
+
+def landed_message_count(settings: LakeSettings, source: str, batch_id: str) -> int:
+    """Records a batch holds: from a Kafka batch's completion marker (its manifest only knows the planned offsets),
+    else from the manifest.
+
+    Raises:
+        StorageError: The batch has no manifest.
+    """
+    store = raw_store(settings, source)
+    if store.exists(_complete_key(batch_id)):
+        return int(json.loads(store.read_bytes(_complete_key(batch_id)))["message_count"])
+    from cdclake.landing import read_manifest
+
+    return int(read_manifest(settings, source, batch_id)["message_count"])
