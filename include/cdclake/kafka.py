@@ -254,9 +254,17 @@ def landed_offsets(manifest: dict[str, Any] | None) -> dict[tuple[str, int], int
 
 
 def _admin_consumer(source: KafkaSource) -> Any:
-    from confluent_kafka import Consumer
+    """The driver's consumer (metadata, watermarks, commits).
 
-    return Consumer(source.consumer_config())
+    Raises:
+        ConfigError: The client rejects the settings (e.g. an unknown ``security.protocol``).
+    """
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        return Consumer(source.consumer_config())
+    except KafkaException as exc:
+        raise ConfigError(f"kafka client settings for {source.bootstrap} are invalid: {exc}") from exc
 
 
 def resolve_topics(source: KafkaSource, consumer: Any) -> dict[str, list[int]]:

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.kafka import KafkaSource
-
     from cdclake.keys import KeySpec
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings

@@ -90,6 +90,14 @@ def test_security_settings_pass_through_from_config_and_env() -> None:
     assert "secret" not in repr(source)
 
 
+def test_settings_the_client_rejects_are_a_config_error(tmp_path: Path) -> None:
+    from cdclake.kafka import land_kafka
+
+    source = KafkaSource("127.0.0.1:9", topics=("t",), client_config={"security.protocol": "carrier-pigeon"})
+    with pytest.raises(ConfigError, match="kafka client settings for 127.0.0.1:9 are invalid: .*security.protocol"):
+        land_kafka(LakeSettings.from_env(tmp_path / "lake", env={}), source="s", kafka=source)
+
+
 def test_read_range_stops_at_its_end_although_more_records_exist(kafka_broker: Broker, tmp_path: Path) -> None:
     kafka_broker.create_topics({"unit.range": 1})
     kafka_broker.produce([("unit.range", b"k%d" % i, b"v%d" % i, None) for i in range(20)])
