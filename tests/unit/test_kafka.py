@@ -4,6 +4,7 @@ and lander recovery against a real broker (Tansu)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,22 @@ def test_an_unreadable_range_fails_with_one_clear_error_and_stays_incomplete(kaf
     with pytest.raises(KafkaLandingError, match=r"1 of 1 offset range\(s\) could not be read .*unit.gone/0"):
         land_kafka(session_lake, source="unit-gone", kafka=source, spark=spark)
     assert not store.exists("kafka/complete/00000001.json")
+
+
+def test_demo_stream_produced_to_topics_keeps_every_message(kafka_broker: Broker) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from cdclake.demo.generator import generate
+    from cdclake.demo.produce import produce_lines
+    from tests.support.kafka_broker import EXACT_WATERMARK_PRODUCER
+
+    lines = [line for batch in generate(3, customers=6, orders=6, stream_changes=30, batches=2).batches
+             for line in batch]
+    counts = produce_lines(kafka_broker.bootstrap, lines, partitions=2, producer_config=EXACT_WATERMARK_PRODUCER)
+    assert counts == dict(Counter(json.loads(x)["topic"] for x in lines))
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "unit-demo"})
+    try:
+        for topic, n in counts.items():
+            assert sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in (0, 1)) == n
+    finally:
+        consumer.close()
