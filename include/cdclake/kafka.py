@@ -254,9 +254,17 @@ def landed_offsets(manifest: dict[str, Any] | None) -> dict[tuple[str, int], int
 
 
 def _admin_consumer(source: KafkaSource) -> Any:
-    from confluent_kafka import Consumer
+    """The driver's consumer (metadata, watermarks, commits).
 
-    return Consumer(source.consumer_config())
+    Raises:
+        ConfigError: The client rejects the settings (e.g. an unknown ``security.protocol``).
+    """
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        return Consumer(source.consumer_config())
+    except KafkaException as exc:
+        raise ConfigError(f"kafka client settings for {source.bootstrap} are invalid: {exc}") from exc
 
 
 def resolve_topics(source: KafkaSource, consumer: Any) -> dict[str, list[int]]:
@@ -756,3 +764,18 @@ def batch_complete(settings: LakeSettings, source: str, batch_id: str) -> bool:
     store = raw_store(settings, source)
     manifest = json.loads(store.read_bytes(f"manifests/{batch_id}.json"))
     return "kafka" not in manifest or store.exists(_complete_key(batch_id))
+
+
+def landed_message_count(settings: LakeSettings, source: str, batch_id: str) -> int:
+    """Records a batch holds: from a Kafka batch's completion marker (its manifest only knows the planned offsets),
+    else from the manifest.
+
+    Raises:
+        StorageError: The batch has no manifest.
+    """
+    store = raw_store(settings, source)
+    if store.exists(_complete_key(batch_id)):
+        return int(json.loads(store.read_bytes(_complete_key(batch_id)))["message_count"])
+    from cdclake.landing import read_manifest
+
+    return int(read_manifest(settings, source, batch_id)["message_count"])

@@ -197,15 +197,14 @@ def next_kafka_batch(settings: "LakeSettings", *, source: str, kafka: "KafkaSour
     consumer group) resumes that batch first (``created=False``) instead of leaving it unapplied. A batch whose
     landing did not finish is finished by :func:`land_kafka`.
     """
-    from cdclake.kafka import batch_complete
-    from cdclake.landing import list_batches, read_manifest
+    from cdclake.kafka import batch_complete, landed_message_count
+    from cdclake.landing import list_batches
 
     pending = [b for b in list_batches(settings, source)
                if not is_applied(settings, source, b) and batch_complete(settings, source, b)]
     if pending:
-        manifest = read_manifest(settings, source, pending[0])
         log.info("batch %s of %r was landed but not applied: processing it first", pending[0], source)
-        return LandResult(source, pending[0], False, manifest["message_count"], None)
+        return LandResult(source, pending[0], False, landed_message_count(settings, source, pending[0]), None)
     return land_kafka(settings, source=source, kafka=kafka, spark=spark)
 
 

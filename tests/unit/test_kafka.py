@@ -4,6 +4,7 @@ and lander recovery against a real broker (Tansu)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,14 @@ def test_security_settings_pass_through_from_config_and_env() -> None:
     assert "secret" not in repr(source)
 
 
+def test_settings_the_client_rejects_are_a_config_error(tmp_path: Path) -> None:
+    from cdclake.kafka import land_kafka
+
+    source = KafkaSource("127.0.0.1:9", topics=("t",), client_config={"security.protocol": "carrier-pigeon"})
+    with pytest.raises(ConfigError, match="kafka client settings for 127.0.0.1:9 are invalid: .*security.protocol"):
+        land_kafka(LakeSettings.from_env(tmp_path / "lake", env={}), source="s", kafka=source)
+
+
 def test_read_range_stops_at_its_end_although_more_records_exist(kafka_broker: Broker, tmp_path: Path) -> None:
     kafka_broker.create_topics({"unit.range": 1})
     kafka_broker.produce([("unit.range", b"k%d" % i, b"v%d" % i, None) for i in range(20)])
@@ -153,3 +162,22 @@ def test_an_unreadable_range_fails_with_one_clear_error_and_stays_incomplete(kaf
     with pytest.raises(KafkaLandingError, match=r"1 of 1 offset range\(s\) could not be read .*unit.gone/0"):
         land_kafka(session_lake, source="unit-gone", kafka=source, spark=spark)
     assert not store.exists("kafka/complete/00000001.json")
+
+
+def test_demo_stream_produced_to_topics_keeps_every_message(kafka_broker: Broker) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from cdclake.demo.generator import generate
+    from cdclake.demo.produce import produce_lines
+    from tests.support.kafka_broker import EXACT_WATERMARK_PRODUCER
+
+    lines = [line for batch in generate(3, customers=6, orders=6, stream_changes=30, batches=2).batches
+             for line in batch]
+    counts = produce_lines(kafka_broker.bootstrap, lines, partitions=2, producer_config=EXACT_WATERMARK_PRODUCER)
+    assert counts == dict(Counter(json.loads(x)["topic"] for x in lines))
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "unit-demo"})
+    try:
+        for topic, n in counts.items():
+            assert sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in (0, 1)) == n
+    finally:
+        consumer.close()
