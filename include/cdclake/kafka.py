@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from cdclake import __version__
+from cdclake import __version__, faults
 from cdclake.exceptions import ConfigError, InputError, StorageError
 from cdclake.landing import _next_batch_id, raw_store
 from cdclake.settings import LakeSettings
@@ -595,7 +595,7 @@ def _read_range_task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fault(point: str) -> None:
-    if os.environ.get(FAULT_ENV) == point:
+    if point in (os.environ.get(FAULT_ENV) or "").split(","):
         log.warning("%s=%s: killing this process (test hook)", FAULT_ENV, point)
         logging.shutdown()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -643,9 +643,7 @@ def land_kafka(settings: LakeSettings, *, source: str, kafka: KafkaSource,
         KafkaLandingError: A planned range could not be read; the batch stays incomplete and the next run
             re-reads it.
     """
-    fault = os.environ.get(FAULT_ENV)
-    if fault and fault not in FAULTS:
-        raise ConfigError(f"{FAULT_ENV}={fault!r} is not one of {', '.join(FAULTS)} (a test hook; unset it)")
+    faults.check()
     settings.ensure_local_dirs()
     store = raw_store(settings, source)
     consumer = _admin_consumer(kafka)
