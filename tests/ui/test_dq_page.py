@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -242,3 +243,17 @@ def test_data_quality_page_in_chromium(stack: dict[str, Any]) -> None:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_cli_reads_the_same_results(stack: dict[str, Any]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "cdclake.cli", "dq", "results", "--lake", str(stack["lake"]),
+                           "--table", "public.orders"], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert {r["status"] for r in rows} == {"warned"}
+    (failed,) = [r for r in rows if not r["success"]]
+    assert (failed["expectation"], failed["column_name"], failed["policy"]) == (FAILING, "order_id", "warn")
+    assert sorted(r["order_id"] for r in failed["sample_rows"]) == sorted(stack["over_limit"])
+    held = subprocess.run([sys.executable, "-m", "cdclake.cli", "dq", "held", "--lake", str(stack["lake"])],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (held.returncode, held.stdout) == (0, "")

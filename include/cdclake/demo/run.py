@@ -209,7 +209,7 @@ def run(lake: Path, *, keep: bool, home: Path | None) -> int:
         applied_by_batch.append(applied)
         if validated:
             data_docs = validated.get("data_docs_index") or data_docs
-        dq = "" if validated is None else (" dq ok" if validated.get("success") else " dq FAILED")
+        dq = "" if validated is None else f" dq {describe_statuses(validated)}"
         _print(f"batch {number}/{len(batch_files)} ({len(messages)} messages, {logical_date:%Y-%m-%dT%H:%M}) "
                f"ok in {elapsed:.0f}s:{dq} {describe_counts(applied)}")
 
@@ -274,6 +274,15 @@ def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequenc
         return 1
     _print(f"demo OK: {len(expected)} tables match the oracle")
     return 0
+
+
+def describe_statuses(validated: dict[str, Any]) -> str:
+    """``ok`` when every table passed, else the tables that did not and their status (from the XCom report)."""
+    tables = validated.get("tables") or {}
+    other = [f"{t} {v.get('status')}" for t, v in sorted(tables.items()) if v.get("status") != "passed"]
+    if not other:
+        return "ok" if validated.get("success", True) else "FAILED"
+    return ", ".join(other)
 
 
 def describe_dq_results(settings: LakeSettings) -> str:
