@@ -188,6 +188,10 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     )
 
 
+_KEEP_ON_RENORMALIZE = ("_held", "_dq_snapshots.json")
+"""Staging entries of :mod:`cdclake.dq_hold` that outlive a re-normalized batch (held changes are data)."""
+
+
 def _merge_columns(variants: list[list[ColumnType]]) -> tuple[ColumnType, ...]:
     merged: dict[str, ColumnType] = {}
     for columns in variants:
@@ -373,9 +377,12 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         parsed, ddl = _apply_ddl(spark, first)
         typings, problems = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables)
         out = staging_dir(settings, source, batch_id)
-        if out.exists():
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
+        if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
+            for entry in out.iterdir():
+                if entry.name in _KEEP_ON_RENORMALIZE:
+                    continue
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        out.mkdir(parents=True, exist_ok=True)
         rejected: list[DataFrame] = [
             parsed.where(F.col("status") == "quarantine"),
         ]
