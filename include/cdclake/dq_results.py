@@ -123,15 +123,20 @@ def result_rows(summaries: Sequence["ValidationSummary"], *, context: RunContext
 
 def record(spark: "SparkSession", summaries: Sequence["ValidationSummary"], *, context: RunContext,
            policies: Mapping[str, str], statuses: Mapping[str, str]) -> int:
-    """Store one run's validations of a batch, replacing what the same run stored for that batch before.
+    """Store one run's validations of a batch, replacing what the same run stored for those tables before.
+
+    Only the summaries' tables are replaced, so per-table tasks of one run (the per-source DAGs) keep each
+    other's rows.
 
     Returns:
         The number of rows written.
     """
     name = ensure_table(spark)
     rows = result_rows(summaries, context=context, policies=policies, statuses=statuses)
+    tables = ", ".join(f"'{sql_literal(t)}'" for t in sorted({s.table_id for s in summaries})) or "''"
     spark.sql(f"DELETE FROM {name} WHERE run_id = '{sql_literal(context.run_id)}' "
-              f"AND source = '{sql_literal(context.source)}' AND batch_id = '{sql_literal(context.batch_id)}'")
+              f"AND source = '{sql_literal(context.source)}' AND batch_id = '{sql_literal(context.batch_id)}' "
+              f"AND table_id IN ({tables})")
     if rows:
         schema = ", ".join(f"{n} {t}" for n, t in _COLUMNS)
         spark.createDataFrame(rows, schema).writeTo(name).append()

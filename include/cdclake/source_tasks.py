@@ -208,6 +208,8 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     """
     from pyspark.sql import functions as F
 
+    from cdclake import dq_results
+    from cdclake.apply_options import SOFT_DELETE_COLUMN
     from cdclake.catalog import key_columns_of
     from cdclake.identity import spark_table_name
     from cdclake.quality import validate_table as run_suite
@@ -219,6 +221,8 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     options = config.table_options(tid)
     batches = list(applied["batches"])
     df = spark.table(spark_table_name(tid))
+    if SOFT_DELETE_COLUMN in df.columns:  # soft deletes: the suite and the row count see the live rows
+        df = df.where(f"NOT coalesce({SOFT_DELETE_COLUMN}, false)")
     summary = run_suite(df, table_id=tid, key_columns=key_columns_of(spark, tid),
                         expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
                         batch_id=batches[-1] if batches else "")
@@ -239,6 +243,12 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     report = {"table_id": tid, "success": not failures, "policy": options.dq_policy,
               "expectations_failed": failures, "stale_by_s": stale_by_s,
               "report_json": str(summary.report_json) if summary.report_json else None}
+    status = (dq_results.STATUS_PASSED if not failures else
+              {"warn": dq_results.STATUS_WARNED, "quarantine": dq_results.STATUS_WARNED}.get(
+                  options.dq_policy, dq_results.STATUS_FAILED))
+    dq_results.record(spark, [summary], context=dq_results.RunContext(
+        run_id=run_id, source=source, batch_id=batches[-1] if batches else "", dag_id=config.dag_id,
+        dag_run_id=run_id), policies={tid: options.dq_policy}, statuses={tid: status})
     if not failures:
         log.info("validation passed for %s (%d expectations)", tid, len(summary.outcomes))
         return report
