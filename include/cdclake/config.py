@@ -332,8 +332,8 @@ class SourceConfig(_Model):
                 TableOptions.model_validate(options)
             except ValidationError as exc:
                 problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')} (got {e['input']!r})"
-                    for e in exc.errors())
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')} "
+                    f"(got {e['input']!r})" for e in exc.errors())
                 raise ValueError(f"{pattern}: {problems}") from None
         return value
 

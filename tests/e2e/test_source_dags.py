@@ -17,7 +17,6 @@ import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
@@ -70,8 +69,8 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
     })
     alpha_dag, beta_dag = "cdclake_sources__alpha", "cdclake_sources__beta"
     # alpha: one micro-batch per daily interval; beta: its whole stream at once, in the first interval.
-    plan = [{"deliver": [[str(f), str(lake / "inbox" / "alpha" / f.name)]]
-                        + ([[str(b), str(lake / "inbox" / "beta" / b.name)] for b in batches["beta"]] if i == 0 else []),
+    beta_files = [[str(b), str(lake / "inbox" / "beta" / b.name)] for b in batches["beta"]]
+    plan = [{"deliver": [[str(f), str(lake / "inbox" / "alpha" / f.name)]] + (beta_files if i == 0 else []),
              "runs": [{"dag_id": alpha_dag, "logical_date": d.isoformat()}]
                      + ([{"dag_id": beta_dag, "logical_date": d.isoformat()}] if i == 0 else [])}
             for i, (f, d) in enumerate(zip(batches["alpha"], DATES))]
