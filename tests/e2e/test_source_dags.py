@@ -113,6 +113,7 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
         assert after["xcom"]["land_batch"] == {**before["xcom"]["land_batch"], "reprocess": True}
         counts = after["xcom"]["apply_table[0]"]["batches"]
         assert all(c["inserted"] == c["updated"] == c["deleted"] == 0 for c in counts.values()), counts
+        assert after["asset_events"] == [], "a re-run that changed nothing must not emit asset events"
         assert after["xcom"]["apply_table[0]"]["rows_after"] == first[-1]["xcom"]["apply_table[0]"]["rows_after"]
 
     # replay: exactly batches 2..3, re-applied without effect; quarantine-replay: nothing was quarantined;
