@@ -113,7 +113,9 @@ class KafkaConfig(_Model):
     @classmethod
     def _no_literal_secrets(cls, value: dict[str, str]) -> dict[str, str]:
         for name, setting in value.items():
-            if _SECRET_NAME.search(name) and not str(setting).startswith("env:") and "location" not in name:
+            # Paths to key material (ssl.key.location, sasl.kerberos.keytab) are not secrets themselves.
+            if (_SECRET_NAME.search(name) and not str(setting).startswith("env:")
+                    and not name.endswith(("location", "keytab"))):
                 raise ValueError(f"{name}: secrets come from the environment; write env:VARIABLE, not the value")
         return value
 
