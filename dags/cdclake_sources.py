@@ -11,15 +11,17 @@ A run covers one data interval:
    data interval and `airflow backfill create` converges to the same tables.
 2. **normalize_batch** maps the messages onto canonical change records per table and lists the tables the source
    applies (`tables.include`/`exclude`).
-3. **apply_table** (dynamic task mapping, one task per table) merges the table's changes and emits an asset event
-   for `iceberg://lake/<namespace>.<table>` through the source's asset alias `cdclake.<name>.tables`, so DAGs
-   can be scheduled on a table's Asset.
+3. **apply_table** (dynamic task mapping, one task per table) merges the table's changes and, when the table
+   changed, emits an asset event for `iceberg://lake/<namespace>.<table>` through the source's asset alias
+   `cdclake.<name>.tables`, so DAGs can be scheduled on a table's Asset.
 4. **validate_table** (mapped likewise) runs the table's data-quality suite and freshness SLA under its
    `dq_policy` (fail, warn, quarantine).
 5. **mark_applied** records the batch as applied when every table is applied.
 
 Options per table (key override, partition spec, delete/write mode, DDL/DQ policy, freshness SLA, maintenance
-thresholds) come from the same file; see `cdclake.config`.
+thresholds) come from the same file; see `cdclake.config`. Spark runs inside the tasks by default; with
+`CDCLAKE_SPARK_SUBMIT_CONN_ID` (an Airflow Spark connection) normalize and apply are submitted as `jobs/` to the
+`spark://` master in `CDCLAKE_SPARK_MASTER` (cluster mode, see `cdclake.cluster`).
 """
 
 from __future__ import annotations
@@ -99,8 +101,9 @@ def build_dag(config: SourceConfig) -> Any:
             context["cdclake_table"] = table_id  # type: ignore[typeddict-unknown-key]  # names the mapped task
             result = _call(source_tasks.apply_table, source, table_id, batches)
             totals = {k: sum(c[k] for c in result["batches"].values()) for k in ("inserted", "updated", "deleted")}
-            context["outlet_events"][alias].add(Asset(asset_uri(table_id)),
-                                                extra={"batches": batches, "rows": result["rows_after"], **totals})
+            if any(totals.values()):  # a re-run that changed nothing must not trigger the table's consumers
+                context["outlet_events"][alias].add(Asset(asset_uri(table_id)),
+                                                    extra={"batches": batches, "rows": result["rows_after"], **totals})
             return result
 
         @task(task_id="validate_table", map_index_template="{{ cdclake_table }}")

@@ -148,3 +148,53 @@ def submit_spec(job: str, args: Sequence[str], settings: LakeSettings, *, master
         env["SPARK_HOME"] = home
     return SubmitSpec(application=str(application), application_args=args, master=master, conf=conf, jars=jars,
                       driver_class_path=str(driver), py_files=str(py_files), env_vars=env, name=f"cdclake-{job}")
+
+
+SUBMIT_CONN_ENV = "CDCLAKE_SPARK_SUBMIT_CONN_ID"
+"""Environment variable naming the Airflow Spark connection that switches the per-source DAGs to cluster mode."""
+
+
+def submit_conn_id() -> str | None:
+    """The Spark connection of cluster mode (``CDCLAKE_SPARK_SUBMIT_CONN_ID``), or None for embedded Spark."""
+    return os.environ.get(SUBMIT_CONN_ENV) or None
+
+
+def run_job(job: str, args: Sequence[str], settings: LakeSettings, *, conn_id: str,
+            master: str | None = None) -> dict[str, Any]:
+    """Submit one ``jobs/`` entry point through the Spark provider (the engine of ``SparkSubmitOperator``), wait for
+    it, and return the JSON result it wrote with ``--output``.
+
+    Args:
+        job: Job name, e.g. ``apply_changes``.
+        args: Its arguments (without ``--output``).
+        settings: The lake.
+        conn_id: Airflow Spark connection (its host/port is the master spark-submit uses).
+        master: The master URL the job's session must use (default ``CDCLAKE_SPARK_MASTER``); it must be the
+            connection's master, since the job builds its session with it.
+
+    Raises:
+        ConfigError: No ``spark://`` master is configured.
+        CdclakeError: spark-submit failed (the provider's error, with the job's exit code, is chained).
+    """
+    import json
+    import tempfile
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from cdclake.exceptions import CdclakeError
+
+    master = master or os.environ.get("CDCLAKE_SPARK_MASTER", "")
+    with tempfile.TemporaryDirectory(prefix=f"cdclake-{job}-") as tmp:
+        output = Path(tmp) / "result.json"
+        spec = submit_spec(job, [*args, "--output", str(output)], settings, master=master,
+                           py_files=package_zip(Path(tmp) / "cdclake.zip"))
+        kwargs = spec.operator_kwargs()
+        application = kwargs.pop("application")
+        # The job process inherits the worker's CDCLAKE_* settings (catalog credentials, raw zone, ...).
+        kwargs["env_vars"] = {**{k: v for k, v in os.environ.items() if k.startswith("CDCLAKE_")},
+                              **kwargs["env_vars"]}
+        try:
+            SparkSubmitHook(conn_id=conn_id, **kwargs).submit(application)
+        except Exception as exc:  # the provider raises AirflowException with spark-submit's exit code
+            raise CdclakeError(f"{job} on {master} failed: {exc}") from exc
+        return json.loads(output.read_text())

@@ -116,7 +116,9 @@ class KafkaConfig(_Model):
     @classmethod
     def _no_literal_secrets(cls, value: dict[str, str]) -> dict[str, str]:
         for name, setting in value.items():
-            if _SECRET_NAME.search(name) and not str(setting).startswith("env:") and "location" not in name:
+            # Paths to key material (ssl.key.location, sasl.kerberos.keytab) are not secrets themselves.
+            if (_SECRET_NAME.search(name) and not str(setting).startswith("env:")
+                    and not name.endswith(("location", "keytab"))):
                 raise ValueError(f"{name}: secrets come from the environment; write env:VARIABLE, not the value")
         return value
 
@@ -342,8 +344,8 @@ class SourceConfig(_Model):
                 TableOptions.model_validate(options)
             except ValidationError as exc:
                 problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')} (got {e['input']!r})"
-                    for e in exc.errors())
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')} "
+                    f"(got {e['input']!r})" for e in exc.errors())
                 raise ValueError(f"{pattern}: {problems}") from None
         return value
 

@@ -11,6 +11,11 @@ to the manifests). Any later run of the same interval -- a clear, a retry of the
 -- finds that record and reprocesses exactly those batches: normalize again, apply again (applying is idempotent
 by source position), validate again. An interval that found nothing new records an empty list and stays empty.
 
+**Where Spark runs.** By default inside the task (embedded ``local[*]``, or a client of ``CDCLAKE_SPARK_MASTER``).
+With ``CDCLAKE_SPARK_SUBMIT_CONN_ID`` set to an Airflow Spark connection (cluster mode), normalize and apply run
+as ``jobs/`` entry points submitted through the Spark provider to ``CDCLAKE_SPARK_MASTER`` (a ``spark://`` master,
+the connection's), shipping the package (:mod:`cdclake.cluster`); validation still reads the tables from the task.
+
 Heavy modules (Spark, Great Expectations) are imported inside the functions, when a task runs.
 """
 
@@ -21,6 +26,7 @@ import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from cdclake.cluster import run_job, submit_conn_id
 from cdclake.config import SourceConfig, load_source, sources_dir
 from cdclake.exceptions import CdclakeError, SourceConfigError
 from cdclake.settings import LakeSettings
@@ -119,7 +125,7 @@ def land_batch(source: str, *, interval_start: datetime, interval_end: datetime)
 
 def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Normalize the run's batches (a batch already staged is reused, unless the run reprocesses) and plan one
-    apply task per table the source applies.
+    apply task per table the source applies. In cluster mode each batch is a ``normalize_batch`` job.
 
     Returns:
         The mapped apply tasks' arguments, ``[{"table_id", "batches"}]``, sorted by table; tables the config
@@ -134,8 +140,14 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
     staged: set[str] = set()
     for batch_id in landed["batches"]:
         if landed.get("reprocess") or not pipeline.staged_table_ids(settings, source, batch_id):
-            result = pipeline.normalize_batch(_spark(settings), settings, source=source, batch_id=batch_id,
-                                              fmt=config.format, keys=keys)
+            conn_id = submit_conn_id()
+            if conn_id:
+                result = pipeline.NormalizeResult.from_dict(run_job(
+                    "normalize_batch", ["--source", source, "--batch-id", batch_id, "--format", config.format,
+                                        *(f"--key={k}" for k in keys.to_list())], settings, conn_id=conn_id))
+            else:
+                result = pipeline.normalize_batch(_spark(settings), settings, source=source, batch_id=batch_id,
+                                                  fmt=config.format, keys=keys)
             log.info("normalized batch %s: tables %s, quarantined %d, skipped %s", batch_id,
                      result.tables or "none", result.quarantined, result.skipped or "none")
         else:
@@ -150,7 +162,8 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
 
 
 def apply_table(source: str, table_id: str, batches: Sequence[str]) -> dict[str, Any]:
-    """Apply one table's changes of the run's batches, in batch order.
+    """Apply one table's changes of the run's batches, in batch order (in cluster mode each batch is an
+    ``apply_changes --table`` job on the cluster).
 
     Returns:
         ``{"table_id", "batches": {batch: TableCounts dict}, "rows_after"}``.
@@ -159,11 +172,16 @@ def apply_table(source: str, table_id: str, batches: Sequence[str]) -> dict[str,
 
     settings = lake_settings()
     options = source_config(source).table_options(table_id).apply_options()
-    spark = _spark(settings)
+    conn_id = submit_conn_id()
     counts: dict[str, Any] = {}
     for batch_id in batches:
-        c = pipeline.apply_staged_table(spark, settings, source=source, batch_id=batch_id, table_id=table_id,
-                                        options=options)
+        if conn_id:  # the job reads the same source config for the table's options
+            applied = run_job("apply_changes", ["--source", source, "--batch-id", batch_id, "--table", table_id],
+                              settings, conn_id=conn_id)
+            c = pipeline.TableCounts(**applied["tables"][table_id])
+        else:
+            c = pipeline.apply_staged_table(_spark(settings), settings, source=source, batch_id=batch_id,
+                                            table_id=table_id, options=options)
         counts[batch_id] = c.to_dict()
         log.info("%s, batch %s: +%d inserted, ~%d updated, -%d deleted, %d stale skipped; rows %d -> %d",
                  table_id, batch_id, c.inserted, c.updated, c.deleted, c.skipped_stale, c.rows_before, c.rows_after)

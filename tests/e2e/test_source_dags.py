@@ -17,7 +17,6 @@ import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
@@ -63,6 +62,10 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
         batches[name] = write_batches(stream, tmp_path / f"stream-{name}")
         expected[table] = expected_tables(stream.changes)[table]
 
+    # gamma applies none of its stream's tables: its runs must still mark the batch applied, and then skip.
+    (sources_dir / "gamma.yaml").write_text(
+        "name: gamma\nformat: debezium\ninbox: inbox/gamma\nschedule: '@daily'\ntables:\n  include: ['nothing.*']\n")
+
     env = airflow_home.prepare(tmp_path / "airflow", base={
         **{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")},
         "CDCLAKE_SOURCES_DIR": str(sources_dir), "CDCLAKE_LAKE": str(lake),
@@ -70,8 +73,8 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
     })
     alpha_dag, beta_dag = "cdclake_sources__alpha", "cdclake_sources__beta"
     # alpha: one micro-batch per daily interval; beta: its whole stream at once, in the first interval.
-    plan = [{"deliver": [[str(f), str(lake / "inbox" / "alpha" / f.name)]]
-                        + ([[str(b), str(lake / "inbox" / "beta" / b.name)] for b in batches["beta"]] if i == 0 else []),
+    beta_files = [[str(b), str(lake / "inbox" / "beta" / b.name)] for b in batches["beta"]]
+    plan = [{"deliver": [[str(f), str(lake / "inbox" / "alpha" / f.name)]] + (beta_files if i == 0 else []),
              "runs": [{"dag_id": alpha_dag, "logical_date": d.isoformat()}]
                      + ([{"dag_id": beta_dag, "logical_date": d.isoformat()}] if i == 0 else [])}
             for i, (f, d) in enumerate(zip(batches["alpha"], DATES))]
@@ -88,8 +91,12 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
             {"source": "beta", "mode": "quarantine-replay"},
             {"source": "alpha", "mode": "resnapshot"},
         ])]})
+    gamma_dag = "cdclake_sources__gamma"
+    plan.append({"deliver": [[str(batches["alpha"][0]), str(lake / "inbox" / "gamma" / "only.jsonl")]],
+                 "runs": [{"dag_id": gamma_dag, "logical_date": d.isoformat()} for d in DATES[:2]]})
     runs = _run_plan(env, plan, tmp_path, "runs")
     replayed, quarantine_replayed, resnapshot = runs[8:11]
+    gamma_first, gamma_second = runs[11:13]
 
     first = [runs[0], runs[2], runs[3]]
     beta, idle, again = runs[1], runs[4], runs[5:8]
@@ -114,6 +121,7 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
         assert after["xcom"]["land_batch"] == {**before["xcom"]["land_batch"], "reprocess": True}
         counts = after["xcom"]["apply_table[0]"]["batches"]
         assert all(c["inserted"] == c["updated"] == c["deleted"] == 0 for c in counts.values()), counts
+        assert after["asset_events"] == [], "a re-run that changed nothing must not emit asset events"
         assert after["xcom"]["apply_table[0]"]["rows_after"] == first[-1]["xcom"]["apply_table[0]"]["rows_after"]
 
     # replay: exactly batches 2..3, re-applied without effect; quarantine-replay: nothing was quarantined;
@@ -128,6 +136,15 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
     assert quarantine_replayed["xcom"]["run_replay"] == {"mode": "quarantine-replay", "source": "beta", "replays": []}
     assert resnapshot["state"] == "failed" and resnapshot["tasks"]["run_replay"] == "failed"
     assert "execute-snapshot" in (tmp_path / "runs.log").read_text()
+
+    # No table to apply: the mapped tasks are skipped, the batch is still marked applied, the next run skips.
+    assert gamma_first["state"] == "success", gamma_first["tasks"]
+    assert gamma_first["xcom"]["normalize_batch"] == []
+    assert gamma_first["tasks"]["mark_applied"] == "success"
+    assert gamma_first["xcom"]["mark_applied"] == {"00000001": {}}
+    assert gamma_first["asset_events"] == []
+    assert gamma_second["state"] == "success" and gamma_second["xcom"].get("land_batch") is None
+    assert gamma_second["tasks"]["mark_applied"] == "skipped"
 
     settings = LakeSettings.from_env(lake, env={})
     assert list_tables(settings) == sorted(expected)
