@@ -226,8 +226,10 @@ def _existing_columns(spark: SparkSession, tid: str) -> list[ColumnType]:
 
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
-                    ddl: dict[str, TableDefinition]) -> tuple[dict[str, TableTyping], dict[str, str]]:
-    """Work out every table's typing; tables that cannot be typed get a quarantine reason instead.
+                    ddl: dict[str, TableDefinition]
+                    ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str]]:
+    """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
+    the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove).
 
     Columns: the messages' own schemas, else what DDL in the batch declared, else the existing table; columns the
     row images carry beyond those are inferred from the images (JVM JSON inference). Key: the message key or
@@ -244,6 +246,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             F.first("key_text", ignorenulls=True).alias("key_text"),
             F.first(F.coalesce("after_text", "before_text"), ignorenulls=True).alias("sample"),
             F.array_distinct(F.flatten(F.collect_set(untyped_image))).alias("untyped_names"),
+            F.count_if(F.col("op") != "t").alias("changes"),
         )
         .collect()
     )
@@ -254,9 +257,13 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         by_table.setdefault(tid, [])
     typings: dict[str, TableTyping] = {}
     problems: dict[str, str] = {}
+    idle: dict[str, str] = {}
     for tid, variants in sorted(by_table.items()):
         exists = table_exists(spark, tid)
         declared = ddl.get(tid, TableDefinition())
+        if not exists and tid not in ddl and variants and not sum(v["changes"] for v in variants):
+            idle[tid] = "TRUNCATE of a table the lake does not have yet: nothing to remove"
+            continue
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
             columns = list(_merge_columns([table_columns(s) for s in schemas if s]))
@@ -307,7 +314,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             problems[tid] = f"table {tid}: no column types (no schema, no existing table, no row images)"
             continue
         typings[tid] = TableTyping(tuple(columns), tuple(key))
-    return typings, problems
+    return typings, problems, idle
 
 
 def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
@@ -375,7 +382,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
     parsed = first
     try:
         parsed, ddl = _apply_ddl(spark, first)
-        typings, problems = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables)
+        typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables)
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():
@@ -424,9 +431,11 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         }
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
-        for (status, reason, _tid), n in counts.items():
+        for (status, reason, tid), n in counts.items():
             if status == "skip":
                 skipped[reason] += n
+            elif status == "ok" and tid in idle:
+                skipped[idle[tid]] += n
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns]}
                        for tid, t in typings.items()},
