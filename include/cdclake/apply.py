@@ -41,7 +41,8 @@ from pyspark.sql.types import DataType, StructField, StructType
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, table_exists, table_properties, table_schema,
+    CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, sql_literal, table_exists,
+    table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
@@ -67,10 +68,6 @@ COMMIT_ATTEMPTS = 5
 
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _bookkeeping(soft: bool) -> list[tuple[str, str]]:
@@ -111,7 +108,7 @@ def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Seq
     on = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in key)
     newer = "s._cdc_position > t._cdc_position"
     values = [
-        f"t.{_q(c)} = CASE WHEN array_contains(s._unavailable, {_lit(c)}) THEN t.{_q(c)} ELSE s.{_q(c)} END"
+        f"t.{_q(c)} = CASE WHEN array_contains(s._unavailable, '{sql_literal(c)}') THEN t.{_q(c)} ELSE s.{_q(c)} END"
         for c in columns
     ]
     marks = [f"t.{_q(n)} = s.{_q(n)}" for n, _ in _bookkeeping(soft)]
@@ -307,8 +304,9 @@ def _committed_batch(spark: SparkSession, tid: str, source: str, batch_id: str) 
     if not table_exists(spark, tid):
         return False
     return bool(spark.sql(
-        f"SELECT 1 FROM {spark_table_name(tid)}.snapshots WHERE summary['cdclake.batch-id'] = {_lit(batch_id)} "
-        f"AND summary['cdclake.source'] = {_lit(source)} LIMIT 1").collect())
+        f"SELECT 1 FROM {spark_table_name(tid)}.snapshots "
+        f"WHERE summary['cdclake.batch-id'] = '{sql_literal(batch_id)}' "
+        f"AND summary['cdclake.source'] = '{sql_literal(source)}' LIMIT 1").collect())
 
 
 def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: Sequence[StructField],
@@ -433,11 +431,11 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             cut_rows = doomed.count()
             if soft:
                 spark.sql(f"UPDATE {name} SET {SOFT_DELETE_COLUMN} = true, _cdc_op = 't', "
-                          f"_cdc_position = {_lit(cut)}, _cdc_batch_id = {_lit(batch_id)}, "
+                          f"_cdc_position = '{sql_literal(cut)}', _cdc_batch_id = '{sql_literal(batch_id)}', "
                           f"_cdc_applied_at = current_timestamp() "
-                          f"WHERE _cdc_position < {_lit(cut)} AND NOT coalesce({SOFT_DELETE_COLUMN}, false)")
+                          f"WHERE _cdc_position < '{sql_literal(cut)}' AND NOT coalesce({SOFT_DELETE_COLUMN}, false)")
             else:
-                spark.sql(f"DELETE FROM {name} WHERE _cdc_position < {_lit(cut)}")
+                spark.sql(f"DELETE FROM {name} WHERE _cdc_position < '{sql_literal(cut)}'")
             tombstones.record_truncate(spark, tid, cut)
             log.info("table %s: %s at %s removed %d rows", tid,
                      "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows)

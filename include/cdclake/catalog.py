@@ -19,6 +19,15 @@ KEY_COLUMNS_PROPERTY = "cdclake.key-columns"
 BOOKKEEPING_PREFIX = "_cdc_"
 
 
+def sql_literal(text: str) -> str:
+    """Text as the inside of a Spark SQL string literal (``'...'``).
+
+    Spark SQL escapes with backslashes: a doubled quote is not an escaped quote but two adjacent literals, which
+    Spark concatenates (``'it''s'`` is ``its``).
+    """
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
 def table_exists(spark: "SparkSession", tid: str) -> bool:
     """Whether ``namespace.table`` exists in the lake catalog."""
     namespace, table = split_table_id(tid)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from cdclake.catalog import ensure_namespace
 from cdclake.identity import meta_table, spark_table_name
-from cdclake.quarantine import sql_literal
+from cdclake.catalog import sql_literal
 from cdclake.settings import META_NAMESPACE, LakeSettings
 
 if TYPE_CHECKING:
@@ -150,20 +150,9 @@ def read_rows(settings: LakeSettings) -> list[dict[str, Any]]:
 
     Uses pyiceberg only (no Spark), for the Airflow webserver and the CLI.
     """
-    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+    from cdclake.reader import table_rows
 
-    from cdclake.catalog import pyiceberg_catalog
-
-    if settings.catalog_uri.startswith("jdbc:sqlite:"):
-        from pathlib import Path
-
-        if not Path(settings.catalog_uri[len("jdbc:sqlite:"):]).exists():
-            return []
-    try:
-        table = pyiceberg_catalog(settings).load_table(TABLE)
-    except (NoSuchTableError, NoSuchNamespaceError):
-        return []
-    rows = table.scan().to_arrow().to_pylist()
+    rows = table_rows(settings, TABLE)
     for row in rows:
         for column in ("observed_value", "details", "sample_rows"):
             text = row.get(column)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping
 
+from cdclake.catalog import sql_literal
 from cdclake.config import MaintenanceOptions, SourceConfig
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.settings import CATALOG_NAME
@@ -115,8 +116,7 @@ def maintain_table(spark: SparkSession, tid: str, options: MaintenanceOptions, *
         return now or datetime.now(timezone.utc)
 
     table = _procedure_table(tid)
-    # The procedures take the table name as a string literal; quotes inside are doubled.
-    literal = "'" + table.replace("'", "''") + "'"
+    literal = f"'{sql_literal(table)}'"  # the procedures take the table name as a string literal
     before = file_counts(spark, tid)
     steps: dict[str, dict[str, Any]] = {}
 

@@ -388,7 +388,10 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
             for entry in out.iterdir():
                 if entry.name in _KEEP_ON_RENORMALIZE:
                     continue
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
         out.mkdir(parents=True, exist_ok=True)
         rejected: list[DataFrame] = [
             parsed.where(F.col("status") == "quarantine"),

@@ -380,7 +380,7 @@ def quarantined_share(spark: "SparkSession", settings: "LakeSettings", *, source
     """Quarantined messages / messages of a batch (0 when the batch has no messages or no manifest)."""
     from cdclake import quarantine
     from cdclake.landing import read_manifest
-    from cdclake.quarantine import sql_literal
+    from cdclake.catalog import sql_literal
 
     try:
         messages = int(read_manifest(settings, source, batch_id)["message_count"])
@@ -437,7 +437,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
 
     from cdclake import quarantine
     from cdclake.landing import InputFile, land_files
-    from cdclake.quarantine import sql_literal
+    from cdclake.catalog import sql_literal
     from cdclake.normalize import normalize_batch as run_normalize
 
     name = quarantine.ensure_table(spark)

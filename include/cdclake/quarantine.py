@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Sequence
 
-from cdclake.catalog import ensure_namespace
+from cdclake.catalog import ensure_namespace, sql_literal
 from cdclake.identity import meta_table, spark_table_name
 from cdclake.settings import META_NAMESPACE
 
@@ -96,8 +96,3 @@ def record(spark: "SparkSession", frames: Sequence["DataFrame"], *, source: str,
         return count
     finally:
         rows.unpersist()
-
-
-def sql_literal(text: str) -> str:
-    """Text as the inside of a SQL string literal."""
-    return text.replace("'", "''")

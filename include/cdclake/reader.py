@@ -31,6 +31,19 @@ def list_tables(settings: LakeSettings) -> list[str]:
     return sorted(out)
 
 
+def table_rows(settings: LakeSettings, tid: str) -> list[dict[str, Any]]:
+    """Every row of a lake table as plain Python values; [] when the lake or the table does not exist yet."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    if not _catalog_exists(settings):
+        return []
+    try:
+        table = pyiceberg_catalog(settings).load_table(tid)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return []
+    return table.scan().to_arrow().to_pylist()
+
+
 def _catalog_exists(settings: LakeSettings) -> bool:
     if settings.catalog_uri.startswith("jdbc:sqlite:"):
         from pathlib import Path
@@ -94,17 +107,9 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
 def quarantine_rows(settings: LakeSettings, *, source: str | None = None, batch_id: str | None = None,
                     reason: str | None = None) -> list[dict[str, Any]]:
     """The quarantine's messages (oldest batch first), optionally filtered; reasons match case-insensitively."""
-    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
     from cdclake.quarantine import TABLE
 
-    if not _catalog_exists(settings):
-        return []
-    try:
-        table = pyiceberg_catalog(settings).load_table(TABLE)
-    except (NoSuchTableError, NoSuchNamespaceError):
-        return []
-    rows = table.scan().to_arrow().to_pylist()
+    rows = table_rows(settings, TABLE)
     wanted = [
         r for r in rows
         if (source is None or r["source"] == source) and (batch_id is None or r["batch_id"] == batch_id)

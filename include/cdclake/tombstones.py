@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cdclake.catalog import ensure_namespace
+from cdclake.catalog import ensure_namespace, sql_literal
 from cdclake.identity import meta_table, spark_table_name
 from cdclake.settings import META_NAMESPACE
 
@@ -18,10 +18,6 @@ if TYPE_CHECKING:
 
 TABLE = meta_table("tombstones")
 TRUNCATE_KEY = "*"
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def ensure_table(spark: "SparkSession") -> str:
@@ -51,7 +47,7 @@ def watermark(spark: "SparkSession", tid: str) -> str | None:
     """Position of the table's latest truncate, or None."""
     rows = spark.sql(
         f"SELECT max(position) FROM {spark_table_name(TABLE)} "
-        f"WHERE table_id = '{_sql(tid)}' AND key_json = '{TRUNCATE_KEY}'"
+        f"WHERE table_id = '{sql_literal(tid)}' AND key_json = '{TRUNCATE_KEY}'"
     ).collect()
     return rows[0][0] if rows else None
 
