@@ -20,6 +20,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--format", dest="fmt", default="debezium", help="change-stream format (default: debezium)")
     parser.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL]",
                         help="primary key for a stream that carries none (repeatable)")
+    parser.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
+                        help="what DDL in the stream does to lake tables (default evolve; repeatable)")
     return parser.parse_args(argv)
 
 
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> dict:
         from cdclake import pipeline
         from cdclake.keys import KeySpec
+        from cdclake.schema_changes import DdlPolicies
         from cdclake.settings import LakeSettings
         from cdclake.spark import get_spark
 
@@ -37,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_spark(settings, app_name="cdclake-normalize")
         try:
             return pipeline.normalize_batch(spark, settings, source=args.source, batch_id=args.batch_id,
-                                            fmt=args.fmt, keys=keys).to_dict()
+                                            fmt=args.fmt, keys=keys,
+                                            ddl_policies=DdlPolicies.parse(args.ddl_policy)).to_dict()
         finally:
             spark.stop()
 

@@ -16,6 +16,10 @@ For each table of a batch:
    empty table, inserts are a plain append (no MERGE).
 5. Non-stale changes are appended to the table's changelog (``cdclake_changelog.<namespace>__<table>``), once per
    batch, before the table is changed.
+6. With ``history`` on, the table's SCD type 2 history (``cdclake_history.<namespace>__<table>``) gets one row per
+   version: every applied insert/update opens a version (``_cdc_valid_from`` = its position, and its source
+   time), which the key's next applied change, its delete, or a cut closes (``_cdc_valid_to``); the current
+   version has ``_cdc_valid_to`` null and ``_cdc_current`` true. One MERGE per batch, before the table changes.
 
 Deletes: ``hard`` (default) removes the row and keeps its delete position in ``cdclake_meta.tombstones`` (cuts
 keep theirs as the table's watermark), so a late or replayed older change cannot resurrect it; ``soft`` keeps the
@@ -41,8 +45,8 @@ from pyspark.sql.types import DataType, StructField, StructType
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, sql_literal, table_exists,
-    table_properties, table_schema,
+    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, sql_literal,
+    table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
@@ -326,13 +330,118 @@ def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: S
         spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg "
                   f"PARTITIONED BY (days(_cdc_applied_at)) TBLPROPERTIES ('format-version'='2', "
                   f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
-    present = {f.name for f in table_schema(spark, cid).fields}
+    existing = table_schema(spark, cid).fields
+    present = {f.name for f in existing}
     for f in layout:
         if f.name not in present:
             spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    # Columns the table no longer has (a DDL drop or rename) stay in the changelog, with nulls from now on.
+    written = {f.name for f in layout} | {n for n, _ in BOOKKEEPING} | {"_cdc_action", "_cdc_unavailable"}
+    gone = [F.lit(None).cast(f.dataType).alias(f.name) for f in existing if f.name not in written]
     (rows.select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
-                 F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"))
+                 F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"), *gone)
      .writeTo(name).append())
+
+
+HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_cdc_valid_from", "string"),
+    ("_cdc_valid_to", "string"),
+    ("_cdc_valid_from_ts", "timestamp"),
+    ("_cdc_valid_to_ts", "timestamp"),
+    ("_cdc_current", "boolean"),
+    ("_cdc_op", "string"),
+    ("_cdc_batch_id", "string"),
+)
+"""Bookkeeping columns of a history table (positions are :mod:`cdclake.records` positions)."""
+
+
+def history_table_id(tid: str) -> str:
+    """``namespace.table`` of a table's SCD type 2 history: ``cdclake_history.<namespace>__<table>``."""
+    namespace, table = split_table_id(tid)
+    return f"{HISTORY_NAMESPACE}.{namespace}__{table}"
+
+
+def history_changes(classified: DataFrame, stored: DataFrame, key: Sequence[str], value_columns: Sequence[str],
+                    *, open_versions: DataFrame, cut: str | None) -> DataFrame:
+    """The batch's history rows (pure): versions to insert, and one closer per key whose open version ends.
+
+    Args:
+        classified: The batch's classified changes (TOAST already filled within the batch).
+        stored: The table before the batch (a column still unavailable keeps its stored value).
+        key: Key columns.
+        value_columns: The other columns.
+        open_versions: The history's open versions (key columns, ``_cdc_valid_from``).
+        cut: The batch's cut, if it removes rows: it closes the open versions older than it.
+
+    Returns:
+        Rows with ``_kind`` (``version`` | ``close``), the key, values and history bookkeeping.
+    """
+    # A delete classified "noop" (no row before the batch) still ends a version opened earlier in the batch.
+    applied = classified.where(F.col("_action") != "stale")
+    w = Window.partitionBy(*key).orderBy("_cdc_position")
+    prior = stored.select(*key, *[F.col(c).alias(f"_stored_{c}") for c in value_columns])
+    values = [F.when(F.array_contains(F.col("_unavailable"), c), F.col(f"_stored_{c}")).otherwise(F.col(c)).alias(c)
+              for c in value_columns]
+    sequence = applied.join(prior, list(key), "left").select(
+        *key, *values, "_cdc_position", "_cdc_source_ts", "_cdc_op", "_cdc_batch_id",
+        F.lead("_cdc_position").over(w).alias("_next"), F.lead("_cdc_source_ts").over(w).alias("_next_ts"))
+    versions = sequence.where(F.col("_cdc_op") != "d").select(
+        F.lit("version").alias("_kind"), *key, *value_columns,
+        F.col("_cdc_position").alias("_cdc_valid_from"), F.col("_next").alias("_cdc_valid_to"),
+        F.col("_cdc_source_ts").alias("_cdc_valid_from_ts"), F.col("_next_ts").alias("_cdc_valid_to_ts"),
+        F.col("_next").isNull().alias("_cdc_current"), "_cdc_op", "_cdc_batch_id")
+    ends = sequence.select(*key, F.struct(F.col("_cdc_position").alias("at"),
+                                          F.col("_cdc_source_ts").alias("ts")).alias("_end"))
+    if cut is not None:
+        ends = ends.unionByName(open_versions.where(F.col("_cdc_valid_from") < F.lit(cut)).select(
+            *key, F.struct(F.lit(cut).alias("at"), F.lit(None).cast("timestamp").alias("ts")).alias("_end")))
+    first_end = ends.groupBy(*key).agg(F.min("_end").alias("_end"))
+    closers = first_end.select(
+        F.lit("close").alias("_kind"), *key, *[F.lit(None).alias(c) for c in value_columns],
+        F.lit(None).cast("string").alias("_cdc_valid_from"), F.col("_end.at").alias("_cdc_valid_to"),
+        F.lit(None).cast("timestamp").alias("_cdc_valid_from_ts"), F.col("_end.ts").alias("_cdc_valid_to_ts"),
+        F.lit(False).alias("_cdc_current"), F.lit(None).cast("string").alias("_cdc_op"),
+        F.lit(None).cast("string").alias("_cdc_batch_id"))
+    return versions.unionByName(closers, allowMissingColumns=True)
+
+
+def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns: Sequence[StructField],
+                   key: Sequence[str], value_columns: Sequence[str], *, cut: str | None, source: str,
+                   batch_id: str) -> None:
+    """Close and open the batch's versions in the table's history, in one MERGE, unless this batch already did."""
+    hid = history_table_id(tid)
+    name = spark_table_name(hid)
+    if _committed_batch(spark, hid, source, batch_id):
+        log.info("history %s already holds batch %s", hid, batch_id)
+        return
+    if not table_exists(spark, hid):
+        ensure_namespace(spark, HISTORY_NAMESPACE)
+        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
+        cols += [f"{_q(n)} {t}" for n, t in HISTORY_COLUMNS]
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg TBLPROPERTIES "
+                  f"('format-version'='2', 'write.merge.mode'='merge-on-read', "
+                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
+    existing = table_schema(spark, hid).fields
+    present = {f.name for f in existing}
+    for f in columns:
+        if f.name not in present:
+            spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    history = spark.table(name)
+    rows = history_changes(classified, spark.table(spark_table_name(tid)), key, value_columns,
+                           open_versions=history.where(F.col("_cdc_valid_to").isNull()), cut=cut)
+    view = f"cdclake_hist_{abs(hash((tid, id(rows))))}"
+    rows.createOrReplaceTempView(view)
+    inserted = [*[f.name for f in columns], *(n for n, _ in HISTORY_COLUMNS)]
+    on = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in key)
+    try:
+        spark.sql(
+            f"MERGE INTO {name} t USING {view} s ON {on} AND t._cdc_valid_to IS NULL AND s._kind = 'close' "
+            "WHEN MATCHED THEN UPDATE SET t._cdc_valid_to = s._cdc_valid_to, "
+            "t._cdc_valid_to_ts = s._cdc_valid_to_ts, t._cdc_current = false "
+            f"WHEN NOT MATCHED AND s._kind = 'version' THEN INSERT ({', '.join(_q(c) for c in inserted)}) "
+            f"VALUES ({', '.join('s.' + _q(c) for c in inserted)})")
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def _is_commit_conflict(exc: Exception) -> bool:
@@ -425,6 +534,11 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             _append_changelog(spark, tid, classified.where(F.col("_action") != "stale"), columns, key,
                               source=source, batch_id=batch_id)
             faults.point("apply:after-changelog")
+        if options.history:
+            cuts = cut if cut is not None and (previous is None or cut > previous) else None
+            _merge_history(spark, tid, classified, columns, key, value_columns, cut=cuts, source=source,
+                           batch_id=batch_id)
+            faults.point("apply:after-history")
         cut_rows = 0
         if cut is not None and (previous is None or cut > previous):
             doomed = spark.table(name).where((F.col("_cdc_position") < F.lit(cut)) & live)

@@ -27,6 +27,8 @@ class ApplyOptions:
             stands for the first key column; None: ``bucket(16, key)``; ``()``: unpartitioned.
         reconcile_snapshots: Delete rows a completed snapshot did not see (and nothing changed since it began).
         changelog: Append every non-stale change to the table's changelog table.
+        history: Keep an SCD type 2 history table of the table's row versions (``valid_from``/``valid_to`` by
+            source position and source timestamp; :func:`cdclake.apply.history_table_id`).
     """
 
     delete_mode: str = "hard"
@@ -34,6 +36,7 @@ class ApplyOptions:
     partition: tuple[str, ...] | None = None
     reconcile_snapshots: bool = True
     changelog: bool = True
+    history: bool = False
 
     def __post_init__(self) -> None:
         if self.delete_mode not in ("hard", "soft"):

@@ -75,10 +75,13 @@ def pyiceberg_catalog(settings: LakeSettings) -> "SqlCatalog":
 CHANGELOG_NAMESPACE = "cdclake_changelog"
 """Namespace of the tables' changelogs (``<namespace>__<table>``)."""
 
+HISTORY_NAMESPACE = "cdclake_history"
+"""Namespace of the tables' SCD type 2 history tables (``<namespace>__<table>``)."""
+
 
 def is_meta_namespace(namespace: str) -> bool:
-    """True for cdclake's own namespaces (bookkeeping, changelogs)."""
-    return namespace in (META_NAMESPACE, CHANGELOG_NAMESPACE)
+    """True for cdclake's own namespaces (bookkeeping, changelogs, histories)."""
+    return namespace in (META_NAMESPACE, CHANGELOG_NAMESPACE, HISTORY_NAMESPACE)
 
 
 @contextmanager

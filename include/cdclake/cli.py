@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--lake", required=True, metavar="DIR", help="lake directory (created if missing)")
     apply.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
                        help="primary key for input that carries none (repeatable)")
+    apply.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
+                       help="what DDL in the stream does to lake tables (default evolve; repeatable per table); "
+                            "a table stopped by `fail` makes the exit code 3")
     apply.add_argument("--source", default="default", help="source name: batches are numbered per source")
     apply.add_argument("--framing", default="auto", choices=FRAMINGS, help="input framing (default: detect)")
     apply.add_argument("--validate", action="store_true", help="also run the data-quality suites")
@@ -85,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--format", choices=FORMATS, help="read them as this format (default: as quarantined)")
     replay.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
                         help="primary key for tables whose messages carry none (repeatable)")
+    replay.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
+                        help="DDL policy for the replayed messages (e.g. after a `fail` stop)")
 
     dq = sub.add_parser("dq", help="data-quality results, and batches held back by the quarantine policy")
     dqsub = dq.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -107,10 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _apply(args: argparse.Namespace) -> int:
     from cdclake import pipeline
     from cdclake.keys import KeySpec
+    from cdclake.schema_changes import DdlPolicies
     from cdclake.settings import LakeSettings
     from cdclake.spark import get_spark
 
     keys = KeySpec.parse(args.key)
+    policies = DdlPolicies.parse(args.ddl_policy)
     settings = LakeSettings.from_env(args.lake)
     if args.kafka:
         from cdclake.kafka import KafkaSource
@@ -136,7 +143,7 @@ def _apply(args: argparse.Namespace) -> int:
         return 0
     spark = get_spark(settings)
     normalized = pipeline.normalize_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
-                                          fmt=args.format, keys=keys)
+                                          fmt=args.format, keys=keys, ddl_policies=policies)
     applied = pipeline.apply_batch(spark, settings, source=args.source, batch_id=landed.batch_id)
     out = {
         "batch_id": landed.batch_id,
@@ -163,7 +170,13 @@ def _apply(args: argparse.Namespace) -> int:
             entry["success"] = bool(entry["success"]) and s.success
             entry["failed"] = [*entry["failed"], *(o.expectation for o in s.failed())]  # type: ignore[misc]
         out["validation"] = validation
+    if normalized.ddl_stopped:
+        out["ddl_stopped"] = normalized.ddl_stopped
     print(json.dumps(out))
+    if normalized.ddl_stopped:
+        for tid, why in normalized.ddl_stopped.items():
+            sys.stderr.write(f"cdclake: {tid}: {why}\n")
+        return 3
     return 0
 
 
@@ -196,10 +209,12 @@ def _quarantine(args: argparse.Namespace) -> int:
         return 0
     from cdclake.keys import KeySpec
     from cdclake.pipeline import replay_quarantine
+    from cdclake.schema_changes import DdlPolicies
     from cdclake.spark import get_spark
 
     results = replay_quarantine(get_spark(settings), settings, source=args.source, reason=args.reason,
-                                fmt=args.format, keys=KeySpec.parse(args.key))
+                                fmt=args.format, keys=KeySpec.parse(args.key),
+                                ddl_policies=DdlPolicies.parse(args.ddl_policy))
     print(json.dumps({"replayed": sum(r.replayed for r in results), "batches": [r.to_dict() for r in results]}))
     return 0
 
@@ -230,7 +245,8 @@ def _dq(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 bad arguments or input, 1 unexpected failure)."""
+    """Run the CLI; returns the exit code (0 ok, 2 bad arguments or input, 3 a DDL policy `fail` stopped a table,
+    1 unexpected failure)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -43,6 +43,7 @@ from cdclake.exceptions import SourceConfigError
 
 if TYPE_CHECKING:
     from cdclake.apply_options import ApplyOptions
+    from cdclake.schema_changes import DdlPolicies
 
 SOURCES_DIR_ENV = "CDCLAKE_SOURCES_DIR"
 """Environment variable naming the directory of source files (default: ``include/sources`` of this package)."""
@@ -152,6 +153,9 @@ class MaintenanceOptions(_Model):
         expire_older_than: Expire snapshots older than this...
         retain_last: ...but always keep this many.
         orphan_older_than: Remove unreferenced files older than this (keep it above the longest write).
+        tombstone_retention: Forget hard-delete tombstones recorded longer ago than this; None (default) keeps
+            them forever. After expiry a late change older than the delete could bring the row back: set it above
+            the longest delay a change can have (replays of old batches included).
     """
 
     min_data_files: int = Field(default=8, ge=1)
@@ -161,11 +165,17 @@ class MaintenanceOptions(_Model):
     expire_older_than: Annotated[timedelta, Field(default=timedelta(days=7))]
     retain_last: int = Field(default=10, ge=1)
     orphan_older_than: Annotated[timedelta, Field(default=timedelta(days=3))]
+    tombstone_retention: timedelta | None = None
 
     @field_validator("expire_older_than", "orphan_older_than", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> timedelta:
         return parse_duration(value)
+
+    @field_validator("tombstone_retention", mode="before")
+    @classmethod
+    def _retention(cls, value: Any) -> timedelta | None:
+        return None if value is None else parse_duration(value)
 
 
 class TableOptions(_Model):
@@ -177,7 +187,8 @@ class TableOptions(_Model):
             ``day(col)``...; ``key`` stands for the first primary-key column. Default ``bucket(16, key)``.
         delete_mode: ``hard`` removes deleted rows (tombstones keep them deleted); ``soft`` keeps them flagged.
         write_mode: ``merge-on-read`` (position deletes, cheap writes) or ``copy-on-write``.
-        ddl_policy: DDL events: ``evolve`` the table, ``ignore`` them, or ``fail`` the batch.
+        ddl_policy: DDL events: ``evolve`` the table, ``ignore`` them, or ``fail`` (hold the table's changes).
+        history: Keep an SCD type 2 history table (``cdclake_history.<namespace>__<table>``).
         dq_policy: A failed expectation ``fail``s the run, only ``warn``s, or ``quarantine``s the batch's changes.
         freshness_sla: Newest change older than this (by source time) is a freshness failure; None: no check.
         maintenance: Thresholds of the maintenance DAG.
@@ -188,6 +199,7 @@ class TableOptions(_Model):
     delete_mode: Literal["hard", "soft"] = "hard"
     write_mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
     ddl_policy: Literal["evolve", "ignore", "fail"] = "evolve"
+    history: bool = False
     dq_policy: Literal["fail", "warn", "quarantine"] = "fail"
     freshness_sla: timedelta | None = None
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
@@ -197,7 +209,7 @@ class TableOptions(_Model):
         from cdclake.apply_options import ApplyOptions
 
         return ApplyOptions(delete_mode=self.delete_mode, write_mode=self.write_mode,
-                            partition=tuple(self.partition_spec))
+                            partition=tuple(self.partition_spec), history=self.history)
 
     @field_validator("key")
     @classmethod
@@ -381,6 +393,14 @@ class SourceConfig(_Model):
             if options.get("key") and not any(ch in pattern for ch in "*?["):
                 keys.append(f"{pattern}={','.join(options['key'])}")
         return keys
+
+    def ddl_policies(self) -> "DdlPolicies":
+        """The DDL policy of each table: the defaults', with the overrides' that set one."""
+        from cdclake.schema_changes import DdlPolicies
+
+        return DdlPolicies(self.defaults.ddl_policy, {
+            pattern.lower(): options["ddl_policy"] for pattern, options in self.overrides.items()
+            if options.get("ddl_policy")})
 
     def inbox_location(self, lake_root: Path) -> str:
         """The inbox as an absolute path or URI (relative paths are under the lake root)."""

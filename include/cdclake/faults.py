@@ -4,7 +4,7 @@
 when it reaches a named point, which is what a machine loss or an OOM kill looks like. Unset in production: a point
 costs one environment lookup.
 
-Points: ``apply:after-changelog``, ``apply:after-cut``, ``apply:after-merge``, ``apply:after-tombstones``, and the
+Points: ``apply:after-changelog``, ``apply:after-history``, ``apply:after-cut``, ``apply:after-merge``, ``apply:after-tombstones``, and the
 Kafka lander's ``after-manifest``, ``mid-files``, ``before-commit`` (:mod:`cdclake.kafka`).
 """
 
@@ -19,7 +19,7 @@ from cdclake.exceptions import ConfigError
 log = logging.getLogger(__name__)
 
 ENV = "CDCLAKE_FAULT"
-POINTS = ("apply:after-changelog", "apply:after-cut", "apply:after-merge", "apply:after-tombstones",
+POINTS = ("apply:after-changelog", "apply:after-history", "apply:after-cut", "apply:after-merge", "apply:after-tombstones",
           "after-manifest", "mid-files", "before-commit")
 
 

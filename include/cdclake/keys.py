@@ -1,8 +1,10 @@
 """Primary keys declared by the user (``--key`` / source config) for streams that carry none.
 
-Where the key comes from, in order: the message key (Debezium), the format's own field (``pkNames``), a
-``CREATE TABLE`` seen in the stream, then this declaration. A table with no key from any of them is not applied:
-its changes are quarantined with a reason that says how to declare one.
+Where the key comes from, in order: a declaration naming the table (``--key TABLE=COLS``, a source config's
+``key``: it overrides the stream's, as Debezium's ``message.key.columns`` overrides the table's primary key), the
+message key (Debezium), the format's own field (``pkNames``), a ``CREATE TABLE`` seen in the stream, then the
+default declaration (``--key COLS``, for tables whose stream carries none). A table with no key from any of them is
+not applied: its changes are quarantined with a reason that says how to declare one.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ class KeySpec:
             return self.per_table[tid]
         bare = tid.rpartition(".")[2]
         return self.per_table.get(bare, self.default)
+
+    def override_for(self, table_id: str) -> tuple[str, ...]:
+        """Key columns declared for this table by name (full id, then bare name), which win over the stream's;
+        () when only the default (or nothing) applies."""
+        tid = table_id.lower()
+        return self.per_table.get(tid) or self.per_table.get(tid.rpartition(".")[2], ())
 
     def to_list(self) -> list[str]:
         """The declarations back in ``--key`` form (for XCom / subprocess arguments)."""

@@ -10,6 +10,8 @@ For one table, in this order (each step reports what it did):
 3. ``expire_snapshots`` older than ``expire_older_than``, always keeping the last ``retain_last`` snapshots (and
    the files only they reference are deleted).
 4. ``remove_orphan_files`` older than ``orphan_older_than`` (files no snapshot references: failed writes).
+5. With ``tombstone_retention`` set, the table's hard-delete tombstones recorded longer ago than that are
+   forgotten (``cdclake_meta.tombstones``; the truncate watermark stays).
 
 Compaction and expiry never change a table's rows: the current snapshot's contents are the same before and after.
 """
@@ -148,9 +150,34 @@ def maintain_table(spark: SparkSession, tid: str, options: MaintenanceOptions, *
     orphans = sorted(str(r.get("orphan_file_location")) for r in rows)
     steps["remove_orphan_files"] = {"removed": len(orphans)}
 
+    if options.tombstone_retention is not None:
+        steps["expire_tombstones"] = {"removed": expire_tombstones(spark, tid,
+                                                                   moment() - options.tombstone_retention)}
+
     report = MaintenanceReport(tid, before, file_counts(spark, tid), steps, orphans)
     log.info("%s", report.describe())
     return report
+
+
+def expire_tombstones(spark: SparkSession, tid: str, older_than: datetime) -> int:
+    """Forget a table's delete tombstones recorded before ``older_than`` (its truncate watermark stays).
+
+    Returns:
+        How many were removed.
+    """
+    from cdclake import tombstones
+    from cdclake.catalog import table_exists
+
+    if not table_exists(spark, tombstones.TABLE):
+        return 0
+    name = spark_table_name(tombstones.TABLE)
+    where = (f"table_id = '{sql_literal(tid)}' AND key_json <> '{tombstones.TRUNCATE_KEY}' "
+             f"AND deleted_at < TIMESTAMP '{_ts(older_than)}'")
+    doomed = spark.sql(f"SELECT count(*) AS n FROM {name} WHERE {where}").first()["n"]
+    if doomed:
+        spark.sql(f"DELETE FROM {name} WHERE {where}")
+    log.info("table %s: %d tombstone(s) older than %s expired", tid, doomed, _ts(older_than))
+    return doomed
 
 
 def table_thresholds(sources: Mapping[str, SourceConfig], tid: str) -> tuple[str | None, MaintenanceOptions]:

@@ -21,7 +21,7 @@ import json
 import logging
 import shutil
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdclake import quarantine
+from cdclake import ddl_history, quarantine
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
 from cdclake.evolution import incompatibility
 from cdclake.exceptions import SchemaError
@@ -46,7 +46,8 @@ from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
 from cdclake.formats.sqltypes import BARE_DECIMAL
-from cdclake.schema_changes import Outcome, TableDefinition, interpret
+from cdclake.ddl_history import History
+from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths
 from cdclake.records import position
@@ -87,6 +88,25 @@ class TableTyping:
 
     columns: tuple[ColumnType, ...]
     key: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...] = ()
+    """``(old, current)`` column names: images that carry ``old`` (written before a rename) fill ``current``."""
+
+    def sources(self, name: str) -> list[str]:
+        """The image fields a column is read from: its own name, then the names it had before renames."""
+        return [name, *(old for old, current in self.aliases if current == name)]
+
+
+class _Image:
+    """An image's text values (a struct column of strings) by current column name; a renamed column is read
+    from its old names too (images written before the rename)."""
+
+    def __init__(self, struct: str, typing: TableTyping) -> None:
+        self.struct = F.col(struct)
+        self.typing = typing
+
+    def __getitem__(self, name: str) -> Column:
+        fields = [self.struct[n] for n in self.typing.sources(name)]
+        return fields[0] if len(fields) == 1 else F.coalesce(*fields)
 
 
 def staging_dir(settings: LakeSettings, source: str, batch_id: str) -> Path:
@@ -111,20 +131,23 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         Canonical records, plus ``_key_ok`` (false when a key column has no value) and ``_cast_error`` (null, or
         which values did not convert to their column's type).
     """
-    as_text = StructType([StructField(c.name, StringType()) for c in typing.columns])
+    def text_struct(names: list[str]) -> StructType:
+        return StructType([StructField(n, StringType()) for n in dict.fromkeys(
+            source for name in names for source in typing.sources(name))])
+
     by_name = {c.name: c for c in typing.columns}
     staged = parsed.select(
         "*",
-        F.from_json(F.col("after_text"), as_text).alias("_ar"),
-        F.from_json(F.col("before_text"), as_text).alias("_br"),
-        F.from_json(F.col("key_text"), StructType([StructField(k, StringType()) for k in typing.key])).alias("_kr"),
+        F.from_json(F.col("after_text"), text_struct(list(by_name))).alias("_ar"),
+        F.from_json(F.col("before_text"), text_struct(list(by_name))).alias("_br"),
+        F.from_json(F.col("key_text"), text_struct(list(typing.key))).alias("_kr"),
     )
-    after_raw, before_raw, key_raw = F.col("_ar"), F.col("_br"), F.col("_kr")
+    after_raw, before_raw, key_raw = (_Image(name, typing) for name in ("_ar", "_br", "_kr"))
 
-    def value(raw: Column, c: ColumnType) -> Column:
+    def value(raw: _Image, c: ColumnType) -> Column:
         return F.when(raw[c.name].isin(*_PLACEHOLDERS), F.lit(None)).otherwise(raw[c.name])
 
-    def image(raw: Column, text: Column) -> Column:
+    def image(raw: _Image, text: Column) -> Column:
         values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]
         return F.when(text.isNull(), F.lit(None)).otherwise(F.struct(*values))
 
@@ -188,6 +211,8 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     )
 
 
+_NOTHING_TO_TRUNCATE = "TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove"
+
 _KEEP_ON_RENORMALIZE = ("_held", "_dq_snapshots.json")
 """Staging entries of :mod:`cdclake.dq_hold` that outlive a re-normalized batch (held changes are data)."""
 
@@ -225,15 +250,34 @@ def _existing_columns(spark: SparkSession, tid: str) -> list[ColumnType]:
     ]
 
 
+def _current_columns(columns: list[ColumnType], renames: dict[str, str], dropped: set[str]) -> list[ColumnType]:
+    """Columns under their current names (see :mod:`cdclake.ddl_history`): dropped ones left out, renamed ones
+    renamed; where an image has both the old and the current name, the current one's type wins."""
+    out: dict[str, ColumnType] = {}
+    for column in columns:
+        if column.name in dropped:
+            continue
+        name = renames.get(column.name, column.name)
+        if name != column.name:
+            if name in out:
+                continue
+            column = replace(column, name=name)
+        out[name] = column
+    return list(out.values())
+
+
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
-                    ddl: dict[str, TableDefinition]
+                    ddl: dict[str, TableDefinition], history: History, refused: dict[str, str]
                     ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
     the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove).
 
     Columns: the messages' own schemas, else what DDL in the batch declared, else the existing table; columns the
-    row images carry beyond those are inferred from the images (JVM JSON inference). Key: the message key or
-    ``pkNames``, else a CREATE TABLE in the batch, else a declared key, else the existing table's.
+    row images carry beyond those are inferred from the images (JVM JSON inference). Key: a key declared for the
+    table by name, else the message key or ``pkNames``, else a CREATE TABLE in the batch, else the default
+    declared key, else the existing table's. Renamed and
+    dropped columns (``history``) are mapped to their current names; ``refused`` tables (a DDL policy stopped
+    them, or their DDL was refused) get that reason.
     """
     untyped_image = F.when(F.col("row_schema").isNull(),
                            F.json_object_keys(F.coalesce("after_text", "before_text")))
@@ -253,22 +297,28 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     by_table: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
         by_table[row["table_id"]].append(row)
-    for tid in ddl:
+    for tid in [*ddl, *refused]:
         by_table.setdefault(tid, [])
     typings: dict[str, TableTyping] = {}
     problems: dict[str, str] = {}
     idle: dict[str, str] = {}
     for tid, variants in sorted(by_table.items()):
+        if tid in refused:
+            problems[tid] = refused[tid]
+            continue
+        renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
         exists = table_exists(spark, tid)
         declared = ddl.get(tid, TableDefinition())
         if not exists and tid not in ddl and variants and not sum(v["changes"] for v in variants):
-            idle[tid] = "TRUNCATE of a table the lake does not have yet: nothing to remove"
+            idle[tid] = _NOTHING_TO_TRUNCATE
             continue
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
-            columns = list(_merge_columns([table_columns(s) for s in schemas if s]))
+            columns = _current_columns(list(_merge_columns([table_columns(s) for s in schemas if s])),
+                                       renames, dropped)
             current = _existing_columns(spark, tid) if exists else []
-            known = _merge_columns([current, list(declared.columns.values())])
+            known = _current_columns(list(_merge_columns([current, list(declared.columns.values())])),
+                                     renames, dropped)
             if not columns:
                 columns = list(known)
             else:
@@ -277,12 +327,13 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 columns = [precise[c.name] if c.data_type == BARE_DECIMAL and c.name in precise else c
                            for c in columns]
             names = {c.name for c in columns}
-            untyped = sorted({n for v in variants for n in (v["untyped_names"] or [])} - names)
+            untyped = sorted({renames.get(n, n) for v in variants for n in (v["untyped_names"] or [])
+                              if n not in dropped} - names)
             if untyped:
                 texts = parsed.where((F.col("table_id") == tid) & (F.col("status") == "ok")).select(
                     F.coalesce("after_text", "before_text").alias("value")).where(F.col("value").isNotNull())
                 sample = next((v["sample"] for v in variants if v["sample"]), None)
-                inferred = _infer_columns(spark, texts, sample)
+                inferred = _current_columns(_infer_columns(spark, texts, sample), renames, dropped)
                 columns += [c for c in inferred if c.name in untyped]
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
@@ -293,12 +344,13 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if conflict:
             problems[tid] = f"table {tid}: {conflict}"
             continue
-        key: list[str] = []
-        for v in variants:
+        key: list[str] = list(keys.override_for(tid))
+        for v in variants if not key else ():
             key = key_columns(parse_json_schema(v["key_schema"]), parse_json_schema(v["key_text"]))
             if key:
                 break
-        key = key or list(declared.key) or list(keys.for_table(tid)) or (key_columns_of(spark, tid) if exists else [])
+        key = [renames.get(k, k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
+            or (key_columns_of(spark, tid) if exists else [])
         if not key:
             problems[tid] = (
                 f"table {tid} has no primary key: the messages carry no key; declare one with "
@@ -313,7 +365,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if not columns:
             problems[tid] = f"table {tid}: no column types (no schema, no existing table, no row images)"
             continue
-        typings[tid] = TableTyping(tuple(columns), tuple(key))
+        typings[tid] = TableTyping(tuple(columns), tuple(key),
+                                   tuple((old, new) for old, new in renames.items() if new in names))
     return typings, problems, idle
 
 
@@ -325,20 +378,22 @@ def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
             .drop("_raw_key", "_raw_value"))
 
 
-def _apply_ddl(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Outcome]:
+def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies) -> tuple[DataFrame, Outcome]:
     """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records."""
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
-    outcome = interpret(ddl_rows)
+    outcome = interpret(ddl_rows, policies)
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
         if record["status"] == "ok" and record.get("source_pos") is None:
             record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
-            if record["source_pos"] is None:
+            if record["source_pos"] is None and not table_exists(spark, record["table_id"]):
+                record.update(status="skip", reason=_NOTHING_TO_TRUNCATE)
+            elif record["source_pos"] is None:
                 record.update(status="quarantine", reason=(
-                    "TRUNCATE without a source position, and no row change in the same input file to order it "
-                    "by: land it together with the changes around it"))
+                    "TRUNCATE (or DROP TABLE) without a source position, and no row change in the same input file "
+                    "to order it by: land it together with the changes around it"))
     rewritten = spark.createDataFrame(outcome.records, schema=parsed.schema)
     return parsed.where(F.col("status") != "ddl").unionByName(rewritten), outcome
 
@@ -354,8 +409,23 @@ def _nearest_position(parsed: DataFrame, input_uri: str, index: int) -> str | No
     return before[0] if before is not None else None
 
 
+def _route_tables(parsed: DataFrame, outcome: Outcome, history: History) -> tuple[DataFrame, Outcome]:
+    """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id."""
+    if not history.tables:
+        return parsed, outcome
+    moves = {old: history.route(old) for old in history.tables}
+    mapping = F.create_map(*[F.lit(x) for pair in moves.items() for x in pair])
+    parsed = parsed.withColumn("table_id", F.coalesce(F.try_element_at(mapping, F.col("table_id")),
+                                                      F.col("table_id")))
+    tables: dict[str, TableDefinition] = {}
+    for tid, definition in outcome.tables.items():
+        tables.setdefault(history.route(tid), definition)
+    stopped = {history.route(tid): why for tid, why in outcome.stopped.items()}
+    return parsed, Outcome(tables, outcome.records, outcome.changes, stopped)
+
+
 def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str, fmt: str,
-                    keys: KeySpec | None = None) -> "NormalizeResult":
+                    keys: KeySpec | None = None, ddl_policies: DdlPolicies | None = None) -> "NormalizeResult":
     """Normalize one landed batch (idempotent: re-running replaces the batch's staging and quarantine rows).
 
     Args:
@@ -365,9 +435,10 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         batch_id: A landed batch of that source.
         fmt: Format name (see :mod:`cdclake.formats`).
         keys: Declared primary keys for streams without keys.
+        ddl_policies: Each table's DDL policy (default ``evolve``; see :mod:`cdclake.schema_changes`).
 
     Returns:
-        Staged records per table, quarantined count, skipped counts by reason.
+        Staged records per table, quarantined count, skipped counts by reason, tables a DDL policy stopped.
     """
     from cdclake.pipeline import NormalizeResult
 
@@ -381,8 +452,11 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
     first = slim.persist()
     parsed = first
     try:
-        parsed, ddl = _apply_ddl(spark, first)
-        typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables)
+        parsed, ddl = _apply_ddl(spark, first, ddl_policies or DdlPolicies())
+        history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
+        parsed, ddl = _route_tables(parsed, ddl, history)
+        typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
+                                                  {**refused, **ddl.stopped})
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():
@@ -400,9 +474,9 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
-            rejected.append(_restore_raw_text(
+            rejected.append(_restore_raw_text(  # one row per message, not per row of a multi-row message
                 raw, parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*problems))
-                .withColumn("reason", reason)))
+                .dropDuplicates(["input", "index"]).withColumn("reason", reason)))
         staged: dict[str, int] = {}
         for tid, typing in typings.items():
             records = canonical_records(
@@ -444,7 +518,8 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
                        for tid, t in typings.items()},
             "format": fmt,
         }, indent=2))
-        result = NormalizeResult(source, batch_id, dict(sorted(staged.items())), quarantined, dict(skipped))
+        result = NormalizeResult(source, batch_id, dict(sorted(staged.items())), quarantined, dict(skipped),
+                                 dict(sorted(ddl.stopped.items())))
         log.info("normalized batch %s of %r: %s", batch_id, source, result.to_dict())
         return result
     finally:

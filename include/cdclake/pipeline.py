@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from cdclake.dq_config import DqConfig
     from cdclake.kafka import KafkaSource
     from cdclake.keys import KeySpec
+    from cdclake.schema_changes import DdlPolicies
     from cdclake.quality import ValidationSummary
     from cdclake.settings import LakeSettings
 
@@ -66,6 +67,8 @@ class NormalizeResult:
     tables: dict[str, int] = field(default_factory=dict)
     quarantined: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    ddl_stopped: dict[str, str] = field(default_factory=dict)
+    """Tables whose changes a DDL statement held back under ``ddl_policy: fail`` -> the reason."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -218,11 +221,11 @@ def is_applied(settings: "LakeSettings", source: str, batch_id: str) -> bool:
 
 
 def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str, fmt: str,
-                    keys: "KeySpec | None" = None) -> NormalizeResult:
+                    keys: "KeySpec | None" = None, ddl_policies: "DdlPolicies | None" = None) -> NormalizeResult:
     """Normalize a landed batch into staged canonical records (see :mod:`cdclake.normalize`)."""
     from cdclake.normalize import normalize_batch as run
 
-    return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys)
+    return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys, ddl_policies=ddl_policies)
 
 
 def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
@@ -417,7 +420,8 @@ class ReplayResult:
 
 def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source: str | None = None,
                       reason: str | None = None, fmt: str | None = None,
-                      keys: "KeySpec | None" = None) -> list[ReplayResult]:
+                      keys: "KeySpec | None" = None,
+                      ddl_policies: "DdlPolicies | None" = None) -> list[ReplayResult]:
     """Re-run quarantined messages through the current code (a fixed parser, a declared key, ...).
 
     The selected messages of each (source, format) are landed as a new batch of that source (``kcat -J`` framing,
@@ -432,6 +436,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
         reason: Only messages whose reason contains this text (case-insensitive).
         fmt: Read them as this format instead of the one they were quarantined under.
         keys: Declared primary keys.
+        ddl_policies: Each table's DDL policy (after a ``fail`` stop, the policy that now applies).
     """
     import datetime as dt
 
@@ -463,7 +468,8 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
         uri = f"quarantine-replay://{src}/{batches[0]}-{batches[-1]}/{selected_at.replace(' ', 'T')}"
         batch_id, _, _, _ = land_files(settings, source=src, framing="kcat",
                                        files=[InputFile(uri, ("\n".join(lines) + "\n").encode("utf-8"))])
-        normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys)
+        normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys,
+                                   ddl_policies=ddl_policies)
         applied = apply_batch(spark, settings, source=src, batch_id=batch_id)
         in_batches = ", ".join(f"'{sql_literal(b)}'" for b in batches)
         same_format = "" if fmt else f" AND format = '{sql_literal(group_fmt)}'"

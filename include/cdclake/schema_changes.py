@@ -9,11 +9,27 @@ statement                    effect
 CREATE TABLE                 the table's key and column types are learned (used when the row changes carry
                              none, e.g. CKafka Format I); a table that does not exist yet is created
 ALTER TABLE ADD/MODIFY       the new columns' types are learned; columns are added when rows carry them
+ALTER TABLE RENAME COLUMN    the lake column is renamed (its values kept); older images' old name maps to it
+ALTER TABLE DROP COLUMN      the lake column is dropped; older images' values for it are ignored
 TRUNCATE                     a truncate change (``op = t``) of the table at the statement's position
+DROP TABLE                   a truncate change at the statement's position: the table is emptied, but the
+                             Iceberg table and its history stay (a re-created source table continues in it)
+RENAME TABLE                 the lake table (with its changelog and tombstones) is renamed; changes that still
+                             name the old table are routed to the new one
 database / index DDL         skipped with a counted reason (no effect on tables)
-DROP TABLE, RENAME TABLE     quarantined as unsupported (replayable once a policy applies them)
 unparsable                   quarantined with the parser's reason
 ===========================  ===============================================================================
+
+That table is the ``evolve`` policy (the default). The DDL policy is per table (:class:`DdlPolicies`, source
+config ``ddl_policy``, ``--ddl-policy``):
+
+- ``ignore``: statements that would change a lake table (ALTER, TRUNCATE, DROP, RENAME) are skipped with a
+  counted reason; row images still add new columns, as they always do. CREATE TABLE is still learned.
+- ``fail``: such a statement stops its table for the batch: the statement and every change of that table in the
+  batch are quarantined with a reason that says so, and the batch summary names the table. After review, set the
+  policy to ``evolve`` or ``ignore`` and ``cdclake quarantine replay`` them.
+
+The lake-side effects of renames and drops are applied and remembered by :mod:`cdclake.ddl_history`.
 
 The statement's position is the message's when the format gives one (canal/DRS ``id``, dtle/Debezium binlog
 position). CKafka's canal-format DDL has none: a truncate then takes the position of the nearest row change in the
@@ -22,13 +38,15 @@ same input file (the next one, else the previous one), which places it correctly
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
 
-from cdclake.ddl import DdlError, parse_ddl
+from cdclake.ddl import DdlError, DdlEvent, parse_ddl
+from cdclake.exceptions import ConfigError
 from cdclake.formats.connect import ColumnType
 from cdclake.identity import table_id
 
@@ -41,6 +59,79 @@ _SESSION_STATEMENT = re.compile(
 
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = "DDL ALTER TABLE: column types learned (columns are added as rows carry them)"
+
+
+POLICIES = ("evolve", "ignore", "fail")
+"""DDL policies (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class DdlPolicies:
+    """The DDL policy of each table: per table id or ``fnmatch`` pattern, and a default.
+
+    Attributes:
+        default: Policy of tables no entry names.
+        per_table: Table id (``namespace.table``, lower case) or pattern -> policy; the first match wins.
+    """
+
+    default: str = "evolve"
+    per_table: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, policy in [("default", self.default), *self.per_table.items()]:
+            if policy not in POLICIES:
+                raise ConfigError(f"DDL policy {policy!r} for {name}: expected one of {', '.join(POLICIES)}")
+
+    @classmethod
+    def parse(cls, values: Iterable[str] | None) -> "DdlPolicies":
+        """Parse ``[TABLE=]POLICY`` declarations (``--ddl-policy``), e.g. ``ignore`` or ``shop.orders=fail``."""
+        default = "evolve"
+        per_table: dict[str, str] = {}
+        for value in values or ():
+            table, sep, policy = value.rpartition("=")
+            policy = policy.strip().lower()
+            if policy not in POLICIES:
+                raise ConfigError(f"--ddl-policy {value!r}: expected [TABLE=]{'|'.join(POLICIES)}")
+            if sep:
+                per_table[table.strip().lower()] = policy
+            else:
+                default = policy
+        return cls(default, per_table)
+
+    def for_table(self, tid: str) -> str:
+        """The policy of a table (``namespace.table``)."""
+        tid = tid.lower()
+        for pattern, policy in self.per_table.items():
+            if tid == pattern or fnmatch.fnmatchcase(tid, pattern) or tid.rpartition(".")[2] == pattern:
+                return policy
+        return self.default
+
+    def to_list(self) -> list[str]:
+        """The declarations back in ``--ddl-policy`` form."""
+        return [self.default, *(f"{t}={p}" for t, p in self.per_table.items())]
+
+
+@dataclass(frozen=True)
+class LakeChange:
+    """A DDL effect ``evolve`` makes on a lake table, applied before the batch's rows (:mod:`cdclake.ddl_history`).
+
+    Attributes:
+        kind: ``rename_column``, ``drop_column``, ``add_column`` (undoes an earlier drop of that name) or
+            ``rename_table``.
+        table_id: The table, as named when the statement ran.
+        old: Old column name (renames), the column (drops, adds), or the old table id (``rename_table``).
+        new: New column name, or the new table id; "" for drops and adds.
+        sql: The statement.
+        position: The statement's source position (its landing location when the format gives none): the same
+            statement landed again (a replay) is recognized by it and not applied twice.
+    """
+
+    kind: str
+    table_id: str
+    old: str
+    new: str = ""
+    sql: str = ""
+    position: str = ""
 
 
 @dataclass
@@ -60,10 +151,14 @@ class Outcome:
         tables: Learned definitions per table id.
         records: The DDL records, rewritten: status ``skip``/``quarantine`` with a reason, or ``ok`` truncates
             (``op = t``, ``table_id`` set; ``source_pos`` null when it must be filled from the file).
+        changes: Lake-side effects to apply before the rows, in stream order (``evolve`` only).
+        stopped: Tables a statement stopped under the ``fail`` policy -> the reason (their changes are held).
     """
 
     tables: dict[str, TableDefinition] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[LakeChange] = field(default_factory=list)
+    stopped: dict[str, str] = field(default_factory=dict)
 
 
 def _context(record: dict[str, Any]) -> dict[str, Any]:
@@ -95,13 +190,28 @@ def _columns(dialect: str, specs: Any) -> dict[str, ColumnType]:
     return {c.name: column_type(c.name, c.type_text, dialect=dialect) for c in specs}
 
 
-def interpret(records: list[dict[str, Any]]) -> Outcome:
+def _describe(event: DdlEvent) -> str:
+    """What a statement does to its table, for reasons (``RENAME COLUMN a TO b, DROP COLUMN c``)."""
+    parts = [f"RENAME COLUMN {old} TO {new}" for old, new in event.renamed]
+    parts += [f"DROP COLUMN {name}" for name in event.dropped]
+    parts += [f"ADD COLUMN {c.name}" for c in event.added]
+    parts += [f"MODIFY COLUMN {c.name}" for c in event.modified]
+    if event.primary_key and event.kind == "alter_table":
+        parts.append(f"ADD PRIMARY KEY ({', '.join(event.primary_key)})")
+    if event.new_table:
+        parts.append(f"RENAME TO {event.new_table}")
+    return ", ".join(parts) or event.kind.replace("_", " ").upper()
+
+
+def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None) -> Outcome:
     """Interpret DDL records (dicts with the parsed-record columns), in stream order.
 
     Args:
         records: Parsed records with status ``ddl``; ``ddl`` holds the statement, ``row_schema`` a JSON context
             with ``dialect``, ``namespace`` (the message's database/schema) and, for canal, ``table``.
+        policies: Each table's DDL policy (default: ``evolve`` everywhere).
     """
+    policies = policies or DdlPolicies()
     outcome = Outcome()
     for record in sorted(records, key=lambda r: (r["file_index"], r["index"], r["row_index"])):
         ctx = _context(record)
@@ -134,28 +244,64 @@ def interpret(records: list[dict[str, Any]]) -> Outcome:
                 definition.key = tuple(event.primary_key) or _table_changes_key(ctx, event.table or "")
                 definition.created = True
                 results.append(("skip", SKIP_CREATE, {"table_id": tid}))
-            elif event.kind == "alter_table" and tid:
-                if event.new_table:
-                    results.append(("quarantine", "unsupported DDL: ALTER TABLE ... RENAME TO is not applied "
-                                    "(rename the lake table, then replay)", {"table_id": tid}))
-                    continue
+                continue
+            if event.kind not in ("alter_table", "truncate", "drop_table", "rename_table") or not tid:
+                results.append(("skip", f"DDL {event.kind.replace('_', ' ')}: no effect on tables", {}))
+                continue
+            policy = policies.for_table(tid)
+            what = _describe(event)
+            if event.kind == "alter_table":  # types are knowledge, whatever the policy
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns.update(_columns(dialect, [*event.added, *event.modified]))
                 if event.primary_key:
                     definition.key = tuple(event.primary_key)
-                results.append(("skip", SKIP_ALTER, {"table_id": tid}))
-            elif event.kind == "truncate" and tid:
-                results.append(("ok", "", {"table_id": tid, "op": "t"}))
-            elif event.kind in ("drop_table", "rename_table"):
-                what = "DROP TABLE" if event.kind == "drop_table" else "RENAME TABLE"
-                results.append(("quarantine", f"unsupported DDL: {what} is not applied to the lake table",
+            if policy == "fail":
+                reason = (f"DDL {what} on {tid} stopped the table (ddl_policy=fail): its changes in this batch are "
+                          "held in quarantine; after review set ddl_policy to evolve or ignore and run "
+                          "`cdclake quarantine replay`")
+                outcome.stopped.setdefault(tid, reason)
+                results.append(("quarantine", reason, {"table_id": tid}))
+            elif policy == "ignore":
+                results.append(("skip", f"DDL {event.kind.replace('_', ' ').upper()} ignored (ddl_policy=ignore)",
                                 {"table_id": tid}))
             else:
-                results.append(("skip", f"DDL {event.kind.replace('_', ' ')}: no effect on tables", {}))
+                where = record.get("source_pos") or (f"{record.get('input')}#{record.get('index')}")
+                results.append(_evolve(event, tid, namespace, str(where), outcome))
         status, reason, changes = results[0] if results else ("skip", "DDL: no effect on tables", {})
         done(status, reason, **changes)
         if status == "ok":
             outcome.records[-1]["reason"] = None
-    log.info("interpreted %d DDL record(s): %s", len(records),
-             {t: {"key": d.key, "columns": list(d.columns)} for t, d in outcome.tables.items()})
+    log.info("interpreted %d DDL record(s): %s; lake changes %s; stopped %s", len(records),
+             {t: {"key": d.key, "columns": list(d.columns)} for t, d in outcome.tables.items()},
+             outcome.changes or "none", list(outcome.stopped) or "none")
     return outcome
+
+
+def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
+            outcome: Outcome) -> tuple[str, str, dict[str, Any]]:
+    """The ``evolve`` outcome of a statement that changes a table; renames and drops become lake changes."""
+    if event.kind in ("truncate", "drop_table"):
+        return "ok", "", {"table_id": tid, "op": "t"}
+    definition = outcome.tables.setdefault(tid, TableDefinition())
+    for old, new in event.renamed:
+        outcome.changes.append(LakeChange("rename_column", tid, old, new, event.sql, where))
+        if old in definition.columns:
+            definition.columns[new] = replace(definition.columns.pop(old), name=new)
+        definition.key = tuple(new if k == old else k for k in definition.key)
+    for name in event.dropped:
+        outcome.changes.append(LakeChange("drop_column", tid, name, "", event.sql, where))
+        definition.columns.pop(name, None)
+    for column in event.added:
+        outcome.changes.append(LakeChange("add_column", tid, column.name, "", event.sql, where))
+    if event.new_table:
+        new_tid = table_id(event.new_database or event.database or namespace, None, event.new_table)
+        outcome.changes.append(LakeChange("rename_table", tid, tid, new_tid, event.sql, where))
+        moved = outcome.tables.pop(tid, None)
+        if moved is not None:
+            outcome.tables[new_tid] = moved
+    if event.kind == "rename_table":
+        return "skip", "DDL RENAME TABLE: lake table renamed", {"table_id": tid}
+    if event.renamed or event.dropped or event.new_table:
+        return "skip", "DDL ALTER TABLE: applied to the lake table (renamed/dropped columns or table)", {
+            "table_id": tid}
+    return "skip", SKIP_ALTER, {"table_id": tid}

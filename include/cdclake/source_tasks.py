@@ -137,6 +137,7 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
     config = source_config(source)
     settings = lake_settings()
     keys = KeySpec.parse(config.declared_keys())
+    policies = config.ddl_policies()
     staged: set[str] = set()
     for batch_id in landed["batches"]:
         if landed.get("reprocess") or not pipeline.staged_table_ids(settings, source, batch_id):
@@ -144,10 +145,12 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
             if conn_id:
                 result = pipeline.NormalizeResult.from_dict(run_job(
                     "normalize_batch", ["--source", source, "--batch-id", batch_id, "--format", config.format,
-                                        *(f"--key={k}" for k in keys.to_list())], settings, conn_id=conn_id))
+                                        *(f"--key={k}" for k in keys.to_list()),
+                                        *(f"--ddl-policy={p}" for p in policies.to_list())],
+                    settings, conn_id=conn_id))
             else:
                 result = pipeline.normalize_batch(_spark(settings), settings, source=source, batch_id=batch_id,
-                                                  fmt=config.format, keys=keys)
+                                                  fmt=config.format, keys=keys, ddl_policies=policies)
             log.info("normalized batch %s: tables %s, quarantined %d, skipped %s", batch_id,
                      result.tables or "none", result.quarantined, result.skipped or "none")
         else:
@@ -369,7 +372,8 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
             "cdclake does not send source signals.")
     if mode == "quarantine-replay":
         results = pipeline.replay_quarantine(_spark(settings), settings, source=source,
-                                             reason=str(params.get("reason") or "") or None, keys=keys)
+                                             reason=str(params.get("reason") or "") or None, keys=keys,
+                                             ddl_policies=config.ddl_policies())
         log.info("quarantine-replay of %s: %d group(s) replayed", source, len(results))
         return {"mode": mode, "source": source, "replays": [r.to_dict() for r in results]}
 
@@ -382,7 +386,8 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
     spark = _spark(settings)
     out: dict[str, Any] = {}
     for batch_id in batches:
-        pipeline.normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=config.format, keys=keys)
+        pipeline.normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=config.format, keys=keys,
+                                 ddl_policies=config.ddl_policies())
         staged = pipeline.staged_table_ids(settings, source, batch_id)
         tables = [t for t in staged if config.applies_to(t)
                   and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))]

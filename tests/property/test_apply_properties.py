@@ -94,7 +94,7 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     tid = f"{schema}.items"
     ref = Reference(soft=soft)
     seq_of: dict[str, int] = {}
-    options = ApplyOptions(delete_mode="soft" if soft else "hard")
+    options = ApplyOptions(delete_mode="soft" if soft else "hard", history=True)
     for number, batch in enumerate(delivered):
         lines: list[str] = []
         for e in batch:
@@ -116,8 +116,33 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     expected = ref.all_rows() if soft else ref.live()
     actual = _lake_rows(spark, tid, soft) if expected or _table_exists(spark, tid) else {}
     assert actual == expected
+    expected_versions = {k: [(v.values, v.closed) for v in vs] for k, vs in ref.versions.items()}
+    assert _lake_versions(spark, tid) == expected_versions
     if truth is not None:
         assert ref.live() == truth, "the reference applier disagrees with the simulated source"
+
+
+def _lake_versions(spark: Any, tid: str) -> dict[int, list[tuple[dict[str, Any], str | None]]]:
+    """The SCD type 2 history per key, in version order: (values, None | "superseded" | "ended")."""
+    from cdclake.apply import history_table_id
+    from cdclake.identity import spark_table_name
+
+    if not _table_exists(spark, history_table_id(tid)):
+        return {}
+    rows = sorted(spark.table(spark_table_name(history_table_id(tid))).collect(),
+                  key=lambda r: (r["id"], r["_cdc_valid_from"]))
+    out: dict[int, list[tuple[dict[str, Any], str | None]]] = {}
+    for i, r in enumerate(rows):
+        following = rows[i + 1] if i + 1 < len(rows) and rows[i + 1]["id"] == r["id"] else None
+        if r["_cdc_valid_to"] is None:
+            closed = None
+        else:
+            closed = "superseded" if following is not None and following["_cdc_valid_from"] == r["_cdc_valid_to"] \
+                else "ended"
+        values = {"name": r["name"], "qty": r["qty"], "note": r["note"], EXTRA: r.asDict().get(EXTRA)}
+        out.setdefault(r["id"], []).append((values, closed))
+    assert all(r["_cdc_current"] == (r["_cdc_valid_to"] is None) for r in rows)
+    return out
 
 
 def _table_exists(spark: Any, tid: str) -> bool:

@@ -190,6 +190,14 @@ def encode(event: Event, *, schema: str, table: str, offset: int) -> list[str]:
 Position = tuple[int, int, int]
 
 
+@dataclass(frozen=True)
+class Version:
+    """One SCD type 2 version of a row: its values, and how it ended (None while current)."""
+
+    values: dict[str, Any]
+    closed: str | None = None
+
+
 @dataclass
 class StoredRow:
     position: Position
@@ -205,6 +213,14 @@ class Reference:
     rows: dict[int, StoredRow] = field(default_factory=dict)
     tombs: dict[int, Position] = field(default_factory=dict)
     cut: Position | None = None
+    versions: dict[int, list[Version]] = field(default_factory=dict)
+    """SCD type 2: per key, its row versions in order (opened by an applied insert/update; closed by the key's
+    next applied change, its delete, or a cut that removes the row)."""
+
+    def _close(self, key: int, pos: Position, how: str) -> None:
+        history = self.versions.get(key)
+        if history and history[-1].closed is None:
+            history[-1] = replace(history[-1], closed=how)
 
     def apply_batch(self, seq: int, events: list[Event]) -> None:
         """Apply one micro-batch; ``seq`` is its landing order (the tie-breaker after the LSN)."""
@@ -215,6 +231,7 @@ class Reference:
         if cut is not None and (self.cut is None or cut > self.cut):
             for key, row in list(self.rows.items()):
                 if row.position < cut and not row.deleted:
+                    self._close(key, cut, "ended")
                     if self.soft:
                         self.rows[key] = StoredRow(cut, row.values, deleted=True)
                     else:
@@ -235,6 +252,7 @@ class Reference:
         elif pos <= stored.position:
             return
         if e.op == "d":
+            self._close(e.key, pos, "ended")
             if self.soft:
                 values = stored.values if stored is not None else {c: None for c in (*COLUMNS, EXTRA)}
                 self.rows[e.key] = StoredRow(pos, values, deleted=True)
@@ -247,6 +265,8 @@ class Reference:
         if e.toast:
             values["note"] = stored.values.get("note") if stored is not None else None
         self.rows[e.key] = StoredRow(pos, values)
+        self._close(e.key, pos, "superseded")
+        self.versions.setdefault(e.key, []).append(Version(values))
 
     def live(self) -> dict[int, dict[str, Any]]:
         """Rows a reader sees: key -> values."""

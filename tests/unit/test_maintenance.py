@@ -72,3 +72,29 @@ def test_thresholds_come_from_the_source_that_applies_the_table() -> None:
     assert table_thresholds({"shop": shop}, "public.orders") == ("shop", MaintenanceOptions(min_data_files=3))
     assert table_thresholds({"shop": shop}, "public.customers") == ("shop", MaintenanceOptions())
     assert table_thresholds({"shop": shop}, "other.t") == (None, MaintenanceOptions())
+
+
+def test_tombstone_retention_forgets_old_deletes_but_keeps_the_truncate_watermark(spark) -> None:
+    from datetime import datetime, timezone
+
+    from cdclake import tombstones
+    from cdclake.maintenance import expire_tombstones
+
+    name = f"lake.{tombstones.TABLE}"
+    tombstones.ensure_table(spark)
+    tid = "maint_test.retention"
+    spark.sql(f"DELETE FROM {name} WHERE table_id = '{tid}'")
+    spark.sql(f"INSERT INTO {name} VALUES "
+              f"('{tid}', '{{\"id\":1}}', 'p1', TIMESTAMP '2026-01-01 00:00:00'), "
+              f"('{tid}', '{{\"id\":2}}', 'p2', TIMESTAMP '2026-11-20 00:00:00'), "
+              f"('{tid}', '*', 'p0', TIMESTAMP '2025-01-01 00:00:00'), "
+              f"('maint_test.other', '{{\"id\":1}}', 'p1', TIMESTAMP '2026-01-01 00:00:00')")
+
+    removed = expire_tombstones(spark, tid, datetime(2026, 11, 1, tzinfo=timezone.utc))
+
+    assert removed == 1
+    left = sorted((r["table_id"], r["key_json"]) for r in spark.table(name).where(
+        f"table_id IN ('{tid}', 'maint_test.other')").collect())
+    assert left == [("maint_test.other", '{"id":1}'), (tid, "*"), (tid, '{"id":2}')]
+    assert MaintenanceOptions(tombstone_retention="30d").tombstone_retention == timedelta(days=30)
+    assert MaintenanceOptions().tombstone_retention is None

@@ -1,0 +1,239 @@
+"""DDL effects that outlive their batch: column renames and drops, table renames (``cdclake_meta.ddl_history``).
+
+Under the ``evolve`` DDL policy (:mod:`cdclake.schema_changes`) a rename or a drop changes the lake table when
+its batch is normalized, before the batch's rows are typed, and is recorded in one Iceberg table. Changes that
+still carry the old names, later in the same batch or in an older batch replayed afterwards, then land under the
+new names:
+
+- a renamed table: changes naming the old table id are routed to the new one (transitively: ``a -> b -> c``);
+  the table's changelog and tombstones move with it;
+- a renamed column: an image's old column name is read as the new one; the lake column keeps its values and its
+  Iceberg field id (``ALTER TABLE .. RENAME COLUMN``);
+- a dropped column: images' values for it are ignored, until an ``ADD COLUMN`` of the same name (a column that
+  is re-created starts empty, as in the source).
+
+Every step is idempotent (a rename whose old column is gone is already done), so a batch can be normalized again.
+Known limit: a new table or column created later under an old, renamed-away name is still routed to the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from cdclake.catalog import (
+    KEY_COLUMNS_PROPERTY,
+    ensure_namespace,
+    key_columns_of,
+    sql_literal,
+    table_exists,
+    table_schema,
+)
+from cdclake.identity import meta_table, spark_table_name, split_table_id
+from cdclake.schema_changes import LakeChange
+from cdclake.settings import META_NAMESPACE
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+TABLE = meta_table("ddl_history")
+
+
+@dataclass
+class History:
+    """The folded DDL history of the lake.
+
+    Attributes:
+        tables: Old table id -> the table's current id.
+        columns: Current table id -> old column name -> current column name.
+        dropped: Current table id -> dropped column names (not re-added since).
+    """
+
+    tables: dict[str, str] = field(default_factory=dict)
+    columns: dict[str, dict[str, str]] = field(default_factory=dict)
+    dropped: dict[str, set[str]] = field(default_factory=dict)
+
+    def route(self, tid: str) -> str:
+        """A table's current id."""
+        seen = {tid}
+        while tid in self.tables:
+            tid = self.tables[tid]
+            if tid in seen:  # a -> b -> a: the newest rename decides, which fold() already did
+                break
+            seen.add(tid)
+        return tid
+
+    def fold(self, change: LakeChange) -> None:
+        """Add one change to the history (in the order they happened)."""
+        if change.kind == "rename_table":
+            old, new = self.route(change.old), change.new
+            if old == new:
+                return
+            self.tables = {k: (new if v == old else v) for k, v in self.tables.items() if k != new}
+            self.tables[old] = new
+            if old in self.columns:
+                self.columns[new] = self.columns.pop(old)
+            if old in self.dropped:
+                self.dropped[new] = self.dropped.pop(old)
+            return
+        tid = self.route(change.table_id)
+        renames = self.columns.setdefault(tid, {})
+        dropped = self.dropped.setdefault(tid, set())
+        if change.kind == "rename_column":
+            for old, current in list(renames.items()):
+                if current == change.old:
+                    renames[old] = change.new
+            renames[change.old] = change.new
+            renames.pop(change.new, None)
+            dropped.discard(change.new)
+        elif change.kind == "drop_column":
+            dropped.add(change.old)
+            dropped.update(old for old, current in renames.items() if current == change.old)
+        elif change.kind == "add_column":
+            dropped.discard(change.old)
+            renames.pop(change.old, None)
+
+    def aliases(self, tid: str) -> dict[str, str]:
+        """Old column name -> current name, for a table (by its current id)."""
+        return dict(self.columns.get(tid, {}))
+
+
+def load(spark: "SparkSession") -> History:
+    """The lake's DDL history (empty when no DDL was ever applied)."""
+    history = History()
+    if not table_exists(spark, TABLE):
+        return history
+    for row in spark.table(spark_table_name(TABLE)).orderBy("seq").collect():
+        history.fold(LakeChange(row["kind"], row["table_id"], row["old"], row["new"] or "", row["sql"] or "",
+                                row["position"] or ""))
+    return history
+
+
+def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
+          batch_id: str) -> tuple[History, dict[str, str]]:
+    """Apply a batch's lake changes to the catalog, record them, and return the updated history.
+
+    Returns:
+        The history, and problems per (current) table id: changes cdclake refuses (dropping or renaming into a
+        key column's place, renaming a table onto an existing one); that table's changes are then quarantined
+        with the reason.
+    """
+    history = load(spark)
+    changes = list(changes)
+    if not changes:
+        return history, {}
+    problems: dict[str, str] = {}
+    recorded: list[LakeChange] = []
+    done = _recorded(spark, source=source)
+    for change in changes:
+        if _identity(change) in done:
+            continue  # applied when this statement was first normalized, and folded into the history already
+        problem = _execute(spark, history, change)
+        if problem:
+            log.error("DDL not applied: %s", problem)
+            problems[history.route(change.table_id)] = problem
+            continue
+        history.fold(change)
+        recorded.append(change)
+        done.add(_identity(change))
+    if recorded:
+        _record(spark, recorded, source=source, batch_id=batch_id)
+    log.info("applied %d DDL change(s) to the lake: %s", len(recorded),
+             [f"{c.kind} {c.table_id} {c.old}->{c.new}" for c in recorded])
+    return history, problems
+
+
+def _execute(spark: "SparkSession", history: History, change: LakeChange) -> str | None:
+    """Make one change to the catalog (idempotent); a reason when cdclake refuses it."""
+    if change.kind == "rename_table":
+        return _rename_table(spark, history.route(change.old), change.new, change.sql)
+    tid = history.route(change.table_id)
+    if change.kind == "add_column" or not table_exists(spark, tid):
+        return None
+    names = {f.name.lower(): f.name for f in table_schema(spark, tid).fields}
+    key = key_columns_of(spark, tid)
+    old = names.get(change.old.lower())
+    name = spark_table_name(tid)
+    if change.kind == "drop_column":
+        if old is None:
+            return None
+        if old in key:
+            return (f"table {tid}: DDL drops key column {old} ({change.sql.strip()[:120]!r}); cdclake keeps a "
+                    "table's key: re-key the lake table, or set ddl_policy ignore for it, then replay")
+        spark.sql(f"ALTER TABLE {name} DROP COLUMN `{old}`")
+        return None
+    if change.kind == "rename_column":
+        if old is None:
+            return None  # already renamed (a re-run), or never in the lake
+        if change.new.lower() in names:
+            return (f"table {tid}: DDL renames column {old} to {change.new}, which the lake table already has")
+        spark.sql(f"ALTER TABLE {name} RENAME COLUMN `{old}` TO `{change.new}`")
+        if old in key:
+            renamed = ",".join(change.new if k == old else k for k in key)
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{KEY_COLUMNS_PROPERTY}'='{sql_literal(renamed)}')")
+        return None
+    raise ValueError(f"unknown lake change kind {change.kind!r}")
+
+
+def _rename_table(spark: "SparkSession", old: str, new: str, sql: str) -> str | None:
+    from cdclake import tombstones
+    from cdclake.apply import changelog_table_id
+
+    if old == new or not table_exists(spark, old):
+        return None  # already renamed (a re-run), or never in the lake: routing alone is enough
+    if table_exists(spark, new):
+        return (f"table {old}: DDL renames it to {new}, which the lake already has ({sql.strip()[:120]!r}); "
+                "drop or rename one of them, then replay")
+    ensure_namespace(spark, split_table_id(new)[0])
+    _rename(spark, old, new)
+    old_log, new_log = changelog_table_id(old), changelog_table_id(new)
+    if table_exists(spark, old_log) and not table_exists(spark, new_log):
+        _rename(spark, old_log, new_log)
+    if table_exists(spark, tombstones.TABLE):
+        spark.sql(f"UPDATE {spark_table_name(tombstones.TABLE)} SET table_id = '{sql_literal(new)}' "
+                  f"WHERE table_id = '{sql_literal(old)}'")
+    log.info("renamed lake table %s to %s (with its changelog and tombstones)", old, new)
+    return None
+
+
+def _identity(change: LakeChange) -> tuple[str, str, str, str, str]:
+    return change.kind, change.table_id, change.old, change.new, change.position
+
+
+def _rename(spark: "SparkSession", old: str, new: str) -> None:
+    # The target is named within the catalog (Spark would read `lake.ns.t` as namespace `lake.ns`).
+    namespace, table = split_table_id(new)
+    spark.sql(f"ALTER TABLE {spark_table_name(old)} RENAME TO `{namespace}`.`{table}`")
+
+
+def _recorded(spark: "SparkSession", *, source: str) -> set[tuple[str, str, str, str, str]]:
+    """The source's changes already recorded: a statement landed again (a re-run, a replay) must not be applied
+    again (a column it dropped may have been re-added since)."""
+    if not table_exists(spark, TABLE):
+        return set()
+    rows = spark.table(spark_table_name(TABLE)).where(f"source = '{sql_literal(source)}'").collect()
+    return {(r["kind"], r["table_id"], r["old"], r["new"], r["position"]) for r in rows}
+
+
+def _record(spark: "SparkSession", changes: list[LakeChange], *, source: str, batch_id: str) -> None:
+    """Append changes to the history table, in order."""
+    ensure_namespace(spark, META_NAMESPACE)
+    name = spark_table_name(TABLE)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} (seq bigint, kind string, table_id string, old string, "
+              "new string, sql string, position string, source string, batch_id string) USING iceberg "
+              "TBLPROPERTIES ('format-version'='2')")
+    base = time.time_ns()
+    rows = [(base + i, c.kind, c.table_id, c.old, c.new, c.sql, c.position, source, batch_id)
+            for i, c in enumerate(changes)]
+    spark.createDataFrame(rows, schema=spark.table(name).schema).writeTo(name).append()
+
+
+def to_json(history: History) -> str:
+    """The folded history as JSON (for logs and the staging marker)."""
+    return json.dumps({"tables": history.tables, "columns": history.columns,
+                       "dropped": {t: sorted(d) for t, d in history.dropped.items() if d}}, sort_keys=True)

@@ -1,0 +1,82 @@
+"""DDL policies without Spark: parsing declarations, what each policy makes of a statement, and the folded history
+of renames and drops."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cdclake.ddl_history import History
+from cdclake.exceptions import ConfigError
+from cdclake.schema_changes import DdlPolicies, LakeChange, interpret
+
+
+def ddl_record(sql: str, index: int = 0, position: str | None = "0000000000000010") -> dict:
+    return {"file_index": 0, "index": index, "row_index": 0, "ddl": sql, "source_pos": position,
+            "input": "file:///in.json", "row_schema": json.dumps({"dialect": "mysql", "namespace": "shop"})}
+
+
+def test_declarations_parse_with_a_default_and_per_table_entries() -> None:
+    policies = DdlPolicies.parse(["ignore", "shop.orders=fail", "shop.audit_*=evolve"])
+    assert policies.for_table("shop.orders") == "fail"
+    assert policies.for_table("shop.audit_2026") == "evolve"
+    assert policies.for_table("shop.items") == "ignore"
+    assert DdlPolicies.parse(policies.to_list()) == policies
+    with pytest.raises(ConfigError, match="expected \\[TABLE=\\]evolve\\|ignore\\|fail"):
+        DdlPolicies.parse(["shop.orders=drop"])
+
+
+def test_evolve_turns_renames_and_drops_into_lake_changes() -> None:
+    outcome = interpret([
+        ddl_record("ALTER TABLE items RENAME COLUMN name TO title", 0, "01"),
+        ddl_record("ALTER TABLE items DROP COLUMN note", 1, "02"),
+        ddl_record("RENAME TABLE orders TO orders_v2", 2, "03"),
+        ddl_record("DROP TABLE tmp", 3, "04"),
+    ])
+    assert [(c.kind, c.table_id, c.old, c.new, c.position) for c in outcome.changes] == [
+        ("rename_column", "shop.items", "name", "title", "01"),
+        ("drop_column", "shop.items", "note", "", "02"),
+        ("rename_table", "shop.orders", "shop.orders", "shop.orders_v2", "03"),
+    ]
+    drop = outcome.records[3]
+    assert (drop["status"], drop["op"], drop["table_id"]) == ("ok", "t", "shop.tmp")
+    assert not outcome.stopped
+
+
+def test_ignore_skips_and_fail_stops_the_table() -> None:
+    records = [ddl_record("ALTER TABLE items DROP COLUMN note"), ddl_record("TRUNCATE TABLE orders", 1)]
+    ignored = interpret(records, DdlPolicies("ignore"))
+    assert [r["status"] for r in ignored.records] == ["skip", "skip"]
+    assert all("ddl_policy=ignore" in r["reason"] for r in ignored.records)
+    assert not ignored.changes
+
+    failed = interpret(records, DdlPolicies("evolve", {"shop.items": "fail"}))
+    assert list(failed.stopped) == ["shop.items"]
+    assert failed.records[0]["status"] == "quarantine" and "DROP COLUMN note" in failed.records[0]["reason"]
+    assert (failed.records[1]["status"], failed.records[1]["op"]) == ("ok", "t")
+
+
+def test_create_table_is_learned_under_every_policy() -> None:
+    for policy in ("evolve", "ignore", "fail"):
+        outcome = interpret([ddl_record("CREATE TABLE t (id int primary key, v varchar(3))")], DdlPolicies(policy))
+        assert outcome.tables["shop.t"].key == ("id",) and not outcome.stopped
+
+
+def test_history_folds_chains_of_renames_drops_and_re_adds() -> None:
+    history = History()
+    for change in [
+        LakeChange("rename_column", "s.t", "a", "b"),
+        LakeChange("rename_column", "s.t", "b", "c"),
+        LakeChange("drop_column", "s.t", "d"),
+        LakeChange("rename_table", "s.t", "s.t", "s.u"),
+        LakeChange("rename_table", "s.u", "s.u", "s.v"),
+        LakeChange("add_column", "s.t", "d"),  # named by its old table id: routed
+    ]:
+        history.fold(change)
+    assert history.route("s.t") == history.route("s.u") == "s.v"
+    assert history.aliases("s.v") == {"a": "c", "b": "c"}
+    assert history.dropped["s.v"] == set()
+
+    history.fold(LakeChange("drop_column", "s.v", "c"))
+    assert history.dropped["s.v"] == {"a", "b", "c"}
