@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --kafka: at most N offsets in this batch (default 1000000)")
     apply.add_argument("--lake", required=True, metavar="DIR", help="lake directory (created if missing)")
     apply.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
-                       help="primary key for input that carries none (repeatable)")
+                       help="primary key: TABLE=COLS for a table (over the stream's key), COLS for tables whose "
+                            "stream carries none (repeatable)")
     apply.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
                        help="what DDL in the stream does to lake tables (default evolve; repeatable per table); "
                             "a table stopped by `fail` makes the exit code 3")

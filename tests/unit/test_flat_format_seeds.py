@@ -102,6 +102,16 @@ def test_drs_mysql_update_that_changes_the_key(spark, session_lake, source):
     assert upsert.before.c13 == old["c13"] and upsert.before.id == 103
 
 
+def test_a_key_declared_for_the_table_overrides_the_streams(spark, session_lake, source):
+    # pkNames says `id`; the declaration (config `key`, Debezium's message.key.columns idea) says c3. The update
+    # changes `id` but not c3: under the declared key it is a plain update, not a key change.
+    batch_id, result = run(spark, session_lake, source, ["drs/mysql_update.json"], "drs",
+                           keys=["test01.test=c3", "id"])
+    assert result.tables == {"test01.test": 1}
+    (upsert,) = staged(spark, session_lake, source, batch_id, "test01.test")
+    assert (upsert.op, upsert.key.asDict()) == ("u", {"c3": 103})
+
+
 def test_drs_relational_gaussdb_update(spark, session_lake, source):
     batch_id, result = run(spark, session_lake, source, ["drs/gauss_update.json"], "drs",
                            keys=["schema01.table01=smallint_column"])
