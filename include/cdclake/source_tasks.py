@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from cdclake.pipeline import LandResult
+    from cdclake.quality import ExpectationOutcome
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,24 @@ def kafka_lag_table_id(source: str) -> str:
     return f"kafka_lag.{source}"
 
 
+def kafka_lag_outcome(lag: Mapping[str, Mapping[str, int]], max_lag: int | None) -> ExpectationOutcome:
+    """The ``kafka_lag`` expectation's outcome (pure).
+
+    Args:
+        lag: Per topic and partition, offsets not landed yet.
+        max_lag: The threshold of their sum, or None (the outcome then always holds).
+
+    Returns:
+        Observed value ``{"total", "partitions"}``; details ``{"max_lag"}``.
+    """
+    from cdclake.quality import ExpectationOutcome
+
+    total = sum(behind for parts in lag.values() for behind in parts.values())
+    return ExpectationOutcome(KAFKA_LAG_EXPECTATION, None, max_lag is None or total <= max_lag,
+                              {"total": total, "partitions": {t: dict(p) for t, p in lag.items()}},
+                              {"max_lag": max_lag})
+
+
 def check_kafka_lag(source: str, landed: Mapping[str, Any], *, run_id: str) -> dict[str, Any]:
     """Record the lag :func:`land_batch` measured as a data-quality result: the freshness of the landing itself.
 
@@ -176,7 +195,7 @@ def check_kafka_lag(source: str, landed: Mapping[str, Any], *, run_id: str) -> d
         the run reprocessed an interval and measured no lag.
     """
     from cdclake import dq_results
-    from cdclake.quality import ExpectationOutcome, ValidationSummary, report_path
+    from cdclake.quality import ValidationSummary, report_path
 
     config = source_config(source)
     max_lag = config.kafka.max_lag if config.kafka is not None else None
@@ -186,12 +205,10 @@ def check_kafka_lag(source: str, landed: Mapping[str, Any], *, run_id: str) -> d
         log.info("source %s: no lag measured (the run reprocesses interval %s); nothing recorded", source,
                  landed.get("interval"))
         return {"table_id": tid, "success": True, "lag_total": None, "max_lag": max_lag, "lag": None}
-    total = sum(behind for parts in lag.values() for behind in parts.values())
-    success = max_lag is None or total <= max_lag
+    outcome = kafka_lag_outcome(lag, max_lag)
+    total, success = outcome.observed_value["total"], outcome.success
     settings = lake_settings()
     batch_id = landed["batches"][-1]
-    outcome = ExpectationOutcome(KAFKA_LAG_EXPECTATION, None, success, {"total": total, "partitions": lag},
-                                 {"max_lag": max_lag})
     summary = ValidationSummary(table_id=tid, run_id=run_id, batch_id=batch_id, success=success,
                                 outcomes=(outcome,), report_json=report_path(settings.dq_root, tid, run_id),
                                 data_docs_index=None, suite=f"cdclake.{tid}")
