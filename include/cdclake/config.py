@@ -85,7 +85,8 @@ class _Model(BaseModel):
 
 
 class KafkaConfig(_Model):
-    """Where a source's changes are published, when they come from Kafka instead of (or besides) an inbox.
+    """Where a source's changes are published, when they come from Kafka: the ingestion DAG then lands from these
+    topics (an inbox the config also names is not read).
 
     Attributes:
         bootstrap: ``host:port[,host:port]`` of the brokers.
