@@ -3,7 +3,8 @@
 One run of a source's DAG covers one data interval::
 
     land_batch -> normalize_batch -> apply_table[table] (mapped) -> validate_table[table] (mapped)
-                                                             \\-> mark_applied
+              \\                                              \\-> mark_applied
+               \\-> check_kafka_lag (sources that land from Kafka: the lag as a data-quality result)
 
 **Idempotent per data interval.** The first run of an interval lands what is new (or resumes a landed-but-unapplied
 batch) and records the interval's batches in the raw zone (``intervals/<start>--<end>.json``, put-if-absent, next
@@ -14,7 +15,8 @@ by source position), validate again. An interval that found nothing new records 
 **Where Spark runs.** By default inside the task (embedded ``local[*]``, or a client of ``CDCLAKE_SPARK_MASTER``).
 With ``CDCLAKE_SPARK_SUBMIT_CONN_ID`` set to an Airflow Spark connection (cluster mode), normalize and apply run
 as ``jobs/`` entry points submitted through the Spark provider to ``CDCLAKE_SPARK_MASTER`` (a ``spark://`` master,
-the connection's), shipping the package (:mod:`cdclake.cluster`); validation still reads the tables from the task.
+the connection's), shipping the package (:mod:`cdclake.cluster`); validation still reads the tables from the task,
+and Kafka landing runs in the land task too, as a client of that master (its read tasks run on the executors).
 
 Heavy modules (Spark, Great Expectations) are imported inside the functions, when a task runs.
 """
