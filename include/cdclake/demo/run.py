@@ -247,8 +247,11 @@ def run_kafka(lake: Path, *, keep: bool, home: Path | None) -> int:
     from cdclake.demo.produce import produce_lines
     from cdclake.demo.tansu import EXACT_WATERMARK_PRODUCER, start_broker
 
+    if keep:
+        raise DemoError("--keep does not go with --kafka: the demo's broker starts with empty topics, while a kept "
+                        "lake remembers the offsets an earlier broker had")
     lake = lake.expanduser().resolve()
-    fresh_lake(lake, keep=keep)
+    fresh_lake(lake, keep=False)
     settings = LakeSettings.from_env(lake)
     stream: DemoStream = generate()
     lines = [line for batch in stream.batches for line in batch]
@@ -287,12 +290,15 @@ def run_kafka(lake: Path, *, keep: bool, home: Path | None) -> int:
             raise DemoError(f"the topics were not drained in {len(stream.batches) + 1} runs of {KAFKA_DAG_ID}")
     finally:
         broker.stop()
-    return report(settings, stream, applied_by_batch, data_docs=None, home=Path(env["AIRFLOW_HOME"]))
+    return report(settings, stream, applied_by_batch, data_docs=None, home=Path(env["AIRFLOW_HOME"]),
+                  ui_env={"CDCLAKE_SOURCES_DIR": str(sources)})
 
 
 def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequence[dict[str, Any] | None], *,
-           data_docs: str | None, home: Path) -> int:
+           data_docs: str | None, home: Path, ui_env: dict[str, str] | None = None) -> int:
     """Print per-table results and the comparison with the oracle.
+
+    ``ui_env`` are further variables the printed ``airflow standalone`` command needs (the Kafka mode's sources).
 
     Returns:
         0 when every table matches, 1 otherwise.
@@ -339,7 +345,8 @@ def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequenc
     _print(f"run logs: {settings.root / 'logs'}")
     _print(f"Data Quality page: {DQ_PAGE_URL} (Airflow UI, navigation entry 'Data Quality'; each DAG run has a "
            "'Data Quality' tab)")
-    _print(f"  open it with: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} "
+    extra = "".join(f"{k}={v} " for k, v in (ui_env or {}).items())
+    _print(f"  open it with: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} {extra}"
            f"AIRFLOW_HOME={home} airflow standalone")
     passwords = home / "simple_auth_manager_passwords.json.generated"
     _print(f"  then log in at http://localhost:8080 as admin (password in {passwords}); the DAG starts paused")
