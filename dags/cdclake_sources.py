@@ -6,9 +6,14 @@ Each file under the sources directory (`CDCLAKE_SOURCES_DIR`, default `include/s
 A run covers one data interval:
 
 1. **land_batch** lands the inbox's new files as the next batch (or resumes a landed-but-unapplied one) and
-   records it as the interval's batch. Nothing new: the rest of the run is skipped (short-circuit). A re-run of
-   an interval (clear, backfill) reprocesses exactly the batches recorded for it, so runs are idempotent per
-   data interval and `airflow backfill create` converges to the same tables.
+   records it as the interval's batch. A source whose file has a `kafka:` section lands from its topics instead:
+   per partition the offsets from the last landed one to the high watermark (at most `max_records`), exactly
+   once (`cdclake.kafka`); its return value carries the `lag` per topic and partition. Nothing new: the rest of
+   the run is skipped (short-circuit; for Kafka, decided from the broker's watermarks without starting Spark).
+   A re-run of an interval (clear, backfill) reprocesses exactly the batches recorded for it, so runs are
+   idempotent per data interval and `airflow backfill create` converges to the same tables.
+   **check_kafka_lag** (Kafka sources) stores that lag as the `kafka_lag` data-quality result of
+   `kafka_lag.<name>`, `warned` above the source's `kafka.max_lag`.
 2. **normalize_batch** maps the messages onto canonical change records per table and lists the tables the source
    applies (`tables.include`/`exclude`).
 3. **apply_table** (dynamic task mapping, one task per table) merges the table's changes and, when the table
@@ -21,7 +26,8 @@ A run covers one data interval:
 Options per table (key override, partition spec, delete/write mode, DDL/DQ policy, freshness SLA, maintenance
 thresholds) come from the same file; see `cdclake.config`. Spark runs inside the tasks by default; with
 `CDCLAKE_SPARK_SUBMIT_CONN_ID` (an Airflow Spark connection) normalize and apply are submitted as `jobs/` to the
-`spark://` master in `CDCLAKE_SPARK_MASTER` (cluster mode, see `cdclake.cluster`).
+`spark://` master in `CDCLAKE_SPARK_MASTER` (cluster mode, see `cdclake.cluster`). Kafka landing always runs in
+the land task, as a client of `CDCLAKE_SPARK_MASTER` (on a cluster its read tasks run on the executors).
 """
 
 from __future__ import annotations
@@ -127,6 +133,14 @@ def build_dag(config: SourceConfig) -> Any:
             return _call(source_tasks.mark_applied, source, landed["batches"], list(applied or []))
 
         landed = land_batch()
+        if config.kafka is not None:
+            @task(task_id="check_kafka_lag")
+            def check_kafka_lag(landed: dict[str, Any]) -> dict[str, Any]:
+                from cdclake import source_tasks
+
+                return _call(source_tasks.check_kafka_lag, source, landed, run_id=get_current_context()["run_id"])
+
+            check_kafka_lag(landed)
         applied = apply_table.expand_kwargs(normalize_batch(landed))
         validate_table.expand(applied=applied)
         mark_applied(landed, applied)

@@ -1,18 +1,20 @@
 """Sources are configuration: one YAML file per source under ``include/sources/``, validated into frozen models.
 
 Adding a source means adding a file; the ingestion DAGs (``dags/cdclake_sources.py``), the replay and maintenance
-DAGs read the same models. A file looks like this (every field but ``name``, ``format`` and ``inbox`` optional)::
+DAGs read the same models. A file looks like this (every field but ``name``, ``format`` and ``inbox`` or ``kafka``
+optional)::
 
     name: shop                       # = the file name (shop.yaml); lake batches and DAG ids are per source
     format: debezium                 # debezium | dtle | canal | drs | ckafka | auto
     inbox: inbox/shop                # directory or s3:// prefix; relative paths are under the lake root
     schedule: "*/15 * * * *"         # cron, a preset such as "@hourly", or null for manual runs only
-    kafka:                           # optional; modeled here, landing from Kafka is cdclake.kafka's job
+    kafka:                           # optional; when given, the ingestion DAG lands from these topics
       bootstrap: kafka:9092
       topics: [shop.public.customers]  # or pattern: "shop\\.public\\..*"
       group: cdclake-shop
       max_records: 100000
       security: {security.protocol: SASL_SSL, sasl.password: env:SHOP_KAFKA_PASSWORD}
+      max_lag: 50000                 # data-quality threshold of the offsets not landed yet after a run
     tables:
       include: ["public.*"]          # globs over namespace.table; default everything
       exclude: ["public.audit_*"]
@@ -43,6 +45,7 @@ from cdclake.exceptions import SourceConfigError
 
 if TYPE_CHECKING:
     from cdclake.apply_options import ApplyOptions
+    from cdclake.kafka import KafkaSource
     from cdclake.schema_changes import DdlPolicies
 
 SOURCES_DIR_ENV = "CDCLAKE_SOURCES_DIR"
@@ -83,7 +86,8 @@ class _Model(BaseModel):
 
 
 class KafkaConfig(_Model):
-    """Where a source's changes are published, when they come from Kafka instead of (or besides) an inbox.
+    """Where a source's changes are published, when they come from Kafka: the ingestion DAG then lands from these
+    topics (an inbox the config also names is not read).
 
     Attributes:
         bootstrap: ``host:port[,host:port]`` of the brokers.
@@ -93,6 +97,8 @@ class KafkaConfig(_Model):
         max_records: Most records one micro-batch lands.
         security: librdkafka settings passed through as-is (``security.protocol``, ``sasl.*``, ``ssl.*``);
             values ``env:VAR`` are read from the environment when used, and secret settings must use that form.
+        max_lag: The data-quality threshold of the lag (offsets on the topics not landed yet, summed over the
+            partitions) after a run lands; above it the ``kafka_lag`` result is ``warned``. None: recorded only.
     """
 
     bootstrap: str = Field(min_length=1)
@@ -101,6 +107,7 @@ class KafkaConfig(_Model):
     group: str = Field(min_length=1)
     max_records: int = Field(default=100_000, gt=0)
     security: dict[str, str] = Field(default_factory=dict)
+    max_lag: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _topics_or_pattern(self) -> "KafkaConfig":
@@ -140,6 +147,20 @@ class KafkaConfig(_Model):
             else:
                 out[name] = setting
         return out
+
+    def kafka_source(self, env: Mapping[str, str] | None = None) -> "KafkaSource":
+        """What :mod:`cdclake.kafka` lands from: these settings, with the secrets resolved and ``CDCLAKE_KAFKA_*``
+        security settings of the environment on top.
+
+        Raises:
+            SourceConfigError: A referenced environment variable is not set.
+            ConfigError: The client settings are invalid.
+        """
+        from cdclake.kafka import KafkaSource
+
+        return KafkaSource.from_config(self.bootstrap, topics=self.topics, pattern=self.pattern, group_id=self.group,
+                                       max_batch_records=self.max_records, client_config=self.resolved_security(env),
+                                       env=env)
 
 
 class MaintenanceOptions(_Model):
@@ -280,11 +301,12 @@ class SourceConfig(_Model):
         name: Source name (``[a-z][a-z0-9_]*``, = the file name); batches, raw zone and DAG ids are per source.
         format: Change-stream format (a key of :data:`cdclake.formats.FORMATS`).
         inbox: Directory or ``s3://`` prefix to land new files from; a relative path is under the lake root.
+            Required unless the source names ``kafka``.
         schedule: Cron expression or preset of the ingestion DAG, or None for manual runs only.
         start_date: First data interval of the ingestion DAG (UTC).
         retries: Task retries of the ingestion DAG.
         retry_delay: Delay between retries.
-        kafka: Kafka coordinates, when the source is read from topics.
+        kafka: Kafka coordinates; when given, the ingestion DAG lands from these topics instead of the inbox.
         tables: Table selection.
         defaults: Options of every table.
         overrides: Per-table options over the defaults, by ``namespace.table`` or glob (first match wins).
@@ -293,7 +315,7 @@ class SourceConfig(_Model):
 
     name: str
     format: str
-    inbox: str = Field(min_length=1)
+    inbox: str | None = Field(default=None, min_length=1)
     schedule: str | None = "*/15 * * * *"
     start_date: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc)
     retries: int = Field(default=2, ge=0, le=10)
@@ -303,6 +325,12 @@ class SourceConfig(_Model):
     defaults: TableOptions = Field(default_factory=TableOptions)
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _inbox_or_kafka(self) -> "SourceConfig":
+        if self.inbox is None and self.kafka is None:
+            raise ValueError("inbox: required unless the source names kafka (the topics to land from)")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -403,7 +431,13 @@ class SourceConfig(_Model):
             if options.get("ddl_policy")})
 
     def inbox_location(self, lake_root: Path) -> str:
-        """The inbox as an absolute path or URI (relative paths are under the lake root)."""
+        """The inbox as an absolute path or URI (relative paths are under the lake root).
+
+        Raises:
+            SourceConfigError: The source has no inbox (it lands from Kafka).
+        """
+        if self.inbox is None:
+            raise SourceConfigError(f"{self.path or self.name}: source {self.name!r} has no inbox (it lands from kafka)")
         if "://" in self.inbox or Path(self.inbox).is_absolute():
             return self.inbox
         return str(lake_root / self.inbox)

@@ -757,6 +757,23 @@ def _log_lag(lag: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
     return lag
 
 
+def current_lag(settings: LakeSettings, *, source: str, kafka: KafkaSource) -> dict[str, dict[str, int]]:
+    """Per topic and partition, the high watermark minus the next offset the lake's newest Kafka manifest lands.
+
+    Reads the manifests and asks the broker for the watermarks only: no Spark, nothing written.
+
+    Raises:
+        InputError: Topics missing or the broker not answering.
+        ConfigError: The client rejects the settings.
+    """
+    consumer = _admin_consumer(kafka)
+    try:
+        marks = watermarks(kafka, consumer)
+    finally:
+        consumer.close()
+    return _log_lag(_lag(marks, landed_offsets(latest_kafka_manifest(raw_store(settings, source)))))
+
+
 def batch_complete(settings: LakeSettings, source: str, batch_id: str) -> bool:
     """Whether a batch is readable: always for file batches, after its completion marker for Kafka batches."""
     store = raw_store(settings, source)

@@ -200,14 +200,20 @@ def next_kafka_batch(settings: "LakeSettings", *, source: str, kafka: "KafkaSour
     consumer group) resumes that batch first (``created=False``) instead of leaving it unapplied. A batch whose
     landing did not finish is finished by :func:`land_kafka`.
     """
-    from cdclake.kafka import batch_complete, landed_message_count
+    from cdclake.exceptions import InputError
+    from cdclake.kafka import batch_complete, current_lag, landed_message_count
     from cdclake.landing import list_batches
 
     pending = [b for b in list_batches(settings, source)
                if not is_applied(settings, source, b) and batch_complete(settings, source, b)]
     if pending:
         log.info("batch %s of %r was landed but not applied: processing it first", pending[0], source)
-        return LandResult(source, pending[0], False, landed_message_count(settings, source, pending[0]), None)
+        try:
+            lag = current_lag(settings, source=source, kafka=kafka)
+        except InputError as exc:  # the lag is for monitoring; the landed batch does not need the broker
+            log.warning("cannot read the lag of %r: %s", source, exc)
+            lag = None
+        return LandResult(source, pending[0], False, landed_message_count(settings, source, pending[0]), None, lag)
     return land_kafka(settings, source=source, kafka=kafka, spark=spark)
 
 

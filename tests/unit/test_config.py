@@ -89,10 +89,33 @@ def test_secret_from_environment(tmp_path: Path) -> None:
         config.kafka.resolved_security({})
 
 
+def test_kafka_source_without_inbox_resolves_its_client_settings(tmp_path: Path) -> None:
+    config = load_source(write(tmp_path, "topics", """\
+        name: topics
+        format: debezium
+        kafka:
+          bootstrap: b:9092
+          pattern: "shop\\\\.public\\\\..*"
+          group: g
+          max_records: 500
+          max_lag: 10
+          security: {security.protocol: SASL_SSL, sasl.password: env:K_PASSWORD}
+        """))
+    assert config.inbox is None and config.kafka is not None and config.kafka.max_lag == 10
+    source = config.kafka.kafka_source({"K_PASSWORD": "s3cret", "CDCLAKE_KAFKA_SASL_USERNAME": "u"})
+    assert (source.bootstrap, source.pattern, source.group_id, source.max_batch_records) == (
+        "b:9092", "shop\\.public\\..*", "g", 500)
+    assert dict(source.client_config) == {"security.protocol": "SASL_SSL", "sasl.password": "s3cret",
+                                          "sasl.username": "u"}
+    with pytest.raises(SourceConfigError, match="has no inbox"):
+        config.inbox_location(tmp_path)
+
+
 # (file name, extra YAML or full YAML, expected message fragments: field, line, reason)
 ERRORS = [
     ("missing_format", "name: missing_format\ninbox: x\n", ["field format", "Field required", ":1:"]),
-    ("missing_inbox", "name: missing_inbox\nformat: canal\n", ["field inbox", "Field required"]),
+    ("missing_inbox", "name: missing_inbox\nformat: canal\n", ["missing_inbox.yaml:1:",
+                                                                "inbox: required unless the source names kafka"]),
     ("bad_format", "name: bad_format\nformat: avro\ninbox: x\n", ["bad_format.yaml:2:", "field format",
                                                                   "unknown format 'avro'"]),
     ("BadName", "name: BadName\nformat: canal\ninbox: x\n", ["BadName.yaml:1:", "field name", "lower-case"]),
@@ -136,6 +159,9 @@ ERRORS = [
     ("kafka_max_records", VALID.format(name="kafka_max_records")
      + "kafka: {bootstrap: b, topics: [t], group: g, max_records: 0}\n",
      ["field kafka.max_records", "greater than 0"]),
+    ("kafka_max_lag", VALID.format(name="kafka_max_lag")
+     + "kafka: {bootstrap: b, topics: [t], group: g, max_lag: -1}\n",
+     ["kafka_max_lag.yaml:4:", "field kafka.max_lag", "greater than or equal to 0"]),
     ("bad_maintenance", VALID.format(name="bad_maintenance") + "defaults:\n  maintenance: {retain_last: 0}\n",
      ["field defaults.maintenance.retain_last", "greater than or equal to 1"]),
     ("not_yaml", "name: [unclosed\n", ["not_yaml.yaml:2:", "not valid YAML"]),

@@ -384,3 +384,16 @@ def test_write_batches(stream: DemoStream, tmp_path: Path) -> None:
 def test_generate_rejects_too_small_arguments() -> None:
     with pytest.raises(ValueError, match="batches=1"):
         generate(batches=1)
+
+
+def test_kafka_mode_source_config_is_a_valid_kafka_source(tmp_path: Path) -> None:
+    from cdclake.config import load_source
+    from cdclake.demo.run import KAFKA_DAG_ID, kafka_source_yaml
+
+    path = tmp_path / "demo.yaml"
+    path.write_text(kafka_source_yaml("127.0.0.1:9", ["demo.public.customers", "demo.public.orders"], 113))
+    config = load_source(path)
+    assert config.dag_id == KAFKA_DAG_ID and config.inbox is None and config.schedule is None
+    assert config.kafka is not None
+    assert (config.kafka.bootstrap, config.kafka.topics, config.kafka.max_records) == (
+        "127.0.0.1:9", ("demo.public.customers", "demo.public.orders"), 113)

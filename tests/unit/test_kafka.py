@@ -112,6 +112,19 @@ def test_read_range_stops_at_its_end_although_more_records_exist(kafka_broker: B
     assert [r["value"] for r in lines] == [f"v{i}" for i in range(5, 12)] and result["messages"] == 7
 
 
+def test_current_lag_counts_from_the_low_watermark_before_anything_landed(kafka_broker: Broker,
+                                                                         tmp_path: Path) -> None:
+    from cdclake.kafka import current_lag
+
+    kafka_broker.create_topics({"unit.lag": 2})
+    produced = kafka_broker.produce([("unit.lag", b"k%d" % i, b"v%d" % i, None) for i in range(9)])
+    per_partition = Counter(str(p) for _, p, _ in produced)
+    source = KafkaSource(kafka_broker.bootstrap, topics=("unit.lag",), group_id="unit")
+    lake = LakeSettings.from_env(tmp_path / "lake", env={})
+    assert current_lag(lake, source="s", kafka=source) == {"unit.lag": {"0": per_partition["0"],
+                                                                        "1": per_partition["1"]}}
+
+
 def test_read_range_writes_its_file_to_an_s3_raw_zone(kafka_broker: Broker, s3_bucket: S3Bucket) -> None:
     kafka_broker.create_topics({"unit.s3": 1})
     kafka_broker.produce([("unit.s3", b"k%d" % i, None if i == 2 else b"v%d" % i, None) for i in range(4)])

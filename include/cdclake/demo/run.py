@@ -1,6 +1,6 @@
 """The demo: a simulated shop database's Debezium stream, ingested micro-batch by micro-batch by the Airflow DAG.
 
-    python -m cdclake.demo.run [--lake DIR] [--keep] [--airflow-home DIR]
+    python -m cdclake.demo.run [--lake DIR] [--keep] [--airflow-home DIR] [--kafka]
 
 1. Starts from a fresh lake directory (default ``./lake/demo``; kept as it is with ``--keep``).
 2. Generates the change stream (:func:`cdclake.demo.generator.generate`) into ``<lake>/stream/``.
@@ -10,6 +10,12 @@
 5. Compares every lake table with the oracle's replay of the logical changes, row by row.
 6. Summarizes the stored data-quality results, and prints the URL of the Data Quality page and how to open it
    (``airflow standalone`` on the same Airflow home and lake).
+
+With ``--kafka`` the stream goes through Kafka instead of the inbox: the demo starts a local Tansu broker
+(:mod:`cdclake.demo.tansu`), produces the whole stream to the topics ``demo.public.customers`` and
+``demo.public.orders`` first, writes the source config ``<lake>/sources/demo.yaml`` (its ``kafka:`` section capped so
+the stream lands in as many micro-batches as the file mode has), and runs the per-source DAG
+``cdclake_sources__demo`` until a run finds nothing new and short-circuits. Steps 4-6 are the same.
 
 Exit status 0 when every batch ran and every table matches the oracle, 1 otherwise.
 """
@@ -38,6 +44,8 @@ from cdclake.settings import LakeSettings
 
 DAG_ID = "cdclake_ingest"
 SOURCE = "demo"
+KAFKA_DAG_ID = f"cdclake_sources__{SOURCE}"
+KAFKA_PARTITIONS = 3
 FORMAT = "debezium"
 FIRST_LOGICAL_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 RUN_TIMEOUT_SECONDS = 30 * 60
@@ -81,8 +89,9 @@ def deliver(batch_file: Path, inbox: Path) -> Path:
     return target
 
 
-def run_dag(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], log_path: Path) -> float:
-    """Run the DAG once with ``airflow dags test``, its output going to ``log_path``.
+def run_dag(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], log_path: Path, *,
+            dag_id: str = DAG_ID) -> float:
+    """Run a DAG once with ``airflow dags test``, its output going to ``log_path``.
 
     Returns:
         The run's duration in seconds.
@@ -90,7 +99,7 @@ def run_dag(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], l
     Raises:
         DemoError: The run failed or timed out; the message holds the end of its log.
     """
-    command = [*airflow_home.airflow_command(), "dags", "test", DAG_ID, logical_date.isoformat(),
+    command = [*airflow_home.airflow_command(), "dags", "test", dag_id, logical_date.isoformat(),
                "-c", json.dumps(conf)]
     started = time.monotonic()
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +118,7 @@ def run_dag(env: dict[str, str], logical_date: datetime, conf: dict[str, Any], l
     if code != 0:
         what = f"timed out after {RUN_TIMEOUT_SECONDS}s" if code is None else f"exited with {code}"
         errors = "\n".join(error_lines(log_path)) or "(no exception in the log)"
-        raise DemoError(f"airflow dags test {DAG_ID} {logical_date.isoformat()} {what}.\n"
+        raise DemoError(f"airflow dags test {dag_id} {logical_date.isoformat()} {what}.\n"
                         f"errors:\n{errors}\nlast lines of {log_path}:\n{log_tail(log_path)}")
     return elapsed
 
@@ -216,9 +225,80 @@ def run(lake: Path, *, keep: bool, home: Path | None) -> int:
     return report(settings, stream, applied_by_batch, data_docs=data_docs, home=Path(env["AIRFLOW_HOME"]))
 
 
+def kafka_source_yaml(bootstrap: str, topics: Sequence[str], max_records: int) -> str:
+    """The demo's source config for Kafka mode (``<lake>/sources/demo.yaml``)."""
+    return (f"# Written by the demo (python -m cdclake.demo.run --kafka).\nname: {SOURCE}\nformat: {FORMAT}\n"
+            "schedule: null\nretries: 0\nkafka:\n"
+            f"  bootstrap: {json.dumps(bootstrap)}\n  topics: {json.dumps(list(topics))}\n"
+            f"  group: cdclake-{SOURCE}\n  max_records: {max_records}\n")
+
+
+def run_kafka(lake: Path, *, keep: bool, home: Path | None) -> int:
+    """The demo through Kafka (``--kafka``): produce the stream to a local broker, then land and apply it with the
+    per-source DAG until a run finds nothing new; see the module docstring.
+
+    Returns:
+        0 when every table matches the oracle, 1 otherwise.
+
+    Raises:
+        DemoError: A DAG run failed, or the demo did not drain the topics in the expected number of runs.
+        BrokerError: The broker could not start.
+    """
+    from cdclake.demo.produce import produce_lines
+    from cdclake.demo.tansu import EXACT_WATERMARK_PRODUCER, start_broker
+
+    if keep:
+        raise DemoError("--keep does not go with --kafka: the demo's broker starts with empty topics, while a kept "
+                        "lake remembers the offsets an earlier broker had")
+    lake = lake.expanduser().resolve()
+    fresh_lake(lake, keep=False)
+    settings = LakeSettings.from_env(lake)
+    stream: DemoStream = generate()
+    lines = [line for batch in stream.batches for line in batch]
+    broker = start_broker(lake / "logs")
+    try:
+        # One record per producer batch: this Tansu build's high watermarks are exact only then.
+        counts = produce_lines(broker.bootstrap, lines, partitions=KAFKA_PARTITIONS,
+                               producer_config=EXACT_WATERMARK_PRODUCER)
+        max_records = -(-len(lines) // len(stream.batches))
+        sources = lake / "sources"
+        sources.mkdir(exist_ok=True)
+        (sources / f"{SOURCE}.yaml").write_text(kafka_source_yaml(broker.bootstrap, sorted(counts), max_records))
+        _print(f"demo: {len(stream.changes)} row changes, {len(lines)} messages produced to "
+               f"{', '.join(f'{t} ({n})' for t, n in sorted(counts.items()))} on the local Tansu broker "
+               f"{broker.bootstrap}; landing at most {max_records} per run -> lake {lake}")
+
+        env = airflow_home.prepare(home)
+        env.update(CDCLAKE_LAKE=str(lake), CDCLAKE_SOURCES_DIR=str(sources))
+        applied_by_batch: list[dict[str, Any] | None] = []
+        for number in range(1, len(stream.batches) + 2):
+            logical_date = FIRST_LOGICAL_DATE + timedelta(hours=number - 1)
+            elapsed = run_dag(env, logical_date, {}, lake / "logs" / f"kafka-run-{number:04d}.log",
+                              dag_id=KAFKA_DAG_ID)
+            landed = airflow_home.run_xcom(env, KAFKA_DAG_ID, logical_date, "land_batch")
+            if landed is None:
+                _print(f"run {number} ({logical_date:%Y-%m-%dT%H:%M}) ok in {elapsed:.0f}s: no new offsets on the "
+                       "topics, rest of the run skipped")
+                break
+            applied = airflow_home.run_xcom(env, KAFKA_DAG_ID, logical_date, "mark_applied") or {}
+            tables = {"tables": applied.get(landed["batches"][0], {})}
+            applied_by_batch.append(tables)
+            lag = sum(n for parts in landed["lag"].values() for n in parts.values())
+            _print(f"run {number} ({logical_date:%Y-%m-%dT%H:%M}) ok in {elapsed:.0f}s: batch {landed['batches'][0]},"
+                   f" lag after it {lag}: {describe_counts(tables)}")
+        else:
+            raise DemoError(f"the topics were not drained in {len(stream.batches) + 1} runs of {KAFKA_DAG_ID}")
+    finally:
+        broker.stop()
+    return report(settings, stream, applied_by_batch, data_docs=None, home=Path(env["AIRFLOW_HOME"]),
+                  ui_env={"CDCLAKE_SOURCES_DIR": str(sources)})
+
+
 def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequence[dict[str, Any] | None], *,
-           data_docs: str | None, home: Path) -> int:
+           data_docs: str | None, home: Path, ui_env: dict[str, str] | None = None) -> int:
     """Print per-table results and the comparison with the oracle.
+
+    ``ui_env`` are further variables the printed ``airflow standalone`` command needs (the Kafka mode's sources).
 
     Returns:
         0 when every table matches, 1 otherwise.
@@ -265,7 +345,8 @@ def report(settings: LakeSettings, stream: DemoStream, applied_by_batch: Sequenc
     _print(f"run logs: {settings.root / 'logs'}")
     _print(f"Data Quality page: {DQ_PAGE_URL} (Airflow UI, navigation entry 'Data Quality'; each DAG run has a "
            "'Data Quality' tab)")
-    _print(f"  open it with: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} "
+    extra = "".join(f"{k}={v} " for k, v in (ui_env or {}).items())
+    _print(f"  open it with: PATH={Path(sys.executable).parent}:$PATH CDCLAKE_LAKE={settings.root} {extra}"
            f"AIRFLOW_HOME={home} airflow standalone")
     passwords = home / "simple_auth_manager_passwords.json.generated"
     _print(f"  then log in at http://localhost:8080 as admin (password in {passwords}); the DAG starts paused")
@@ -305,9 +386,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="lake directory (default: ./lake/demo); wiped first unless --keep")
     parser.add_argument("--keep", action="store_true", help="keep the lake directory as it is")
     parser.add_argument("--airflow-home", type=Path, help="AIRFLOW_HOME to use (default: <repo>/.airflow)")
+    parser.add_argument("--kafka", action="store_true",
+                        help="produce the stream to a local Tansu broker first, then land it from the topics")
     args = parser.parse_args(argv)
     try:
-        return run(args.lake, keep=args.keep, home=args.airflow_home)
+        return (run_kafka if args.kafka else run)(args.lake, keep=args.keep, home=args.airflow_home)
     except CdclakeError as exc:
         print(f"demo FAILED: {exc}", file=sys.stderr, flush=True)
         return 1
