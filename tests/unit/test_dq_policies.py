@@ -8,7 +8,6 @@ the rows each case writes, and the rows a quarantined table must keep are the ro
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,13 @@ from typing import Any
 import pytest
 
 from cdclake import dq_hold, dq_results
-from cdclake.apply import BOOKKEEPING, create_table_sql
 from cdclake.identity import spark_table_name
-from cdclake.normalize import STAGING_MARKER, staging_dir
+from cdclake.normalize import staging_dir
 from cdclake.orchestration import ValidationFailedError, validate_tables
 from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
 from cdclake.settings import LakeSettings
+from tests.support.dq_tables import create_table, stage_inserts
 
 NOT_NULL = "expect_column_values_to_not_be_null"
 UNIQUE = "expect_column_values_to_be_unique"
@@ -32,40 +31,14 @@ BETWEEN = "expect_column_values_to_be_between"
 
 SOURCE_TS_OLD = datetime(2020, 1, 1)
 NOW_NAIVE = datetime.now(timezone.utc).replace(tzinfo=None)
-CANONICAL = ("op string, table_id string, key struct<id:int>, before struct<id:int,name:string>, "
-             "after struct<id:int,name:string>, position string, source_ts timestamp, snapshot string, "
-             "batch_id string, source string, format string, input_file string, raw_line bigint, "
-             "raw_offset bigint, unavailable array<string>, patch string")
-
-
-def _create(spark, tid: str, rows: list[tuple[Any, str]], *, source_ts: datetime) -> None:
-    """The table as a broken writer left it: ``rows`` (id, name) with bookkeeping, no checks."""
-    from pyspark.sql.types import IntegerType, StringType, StructField
-
-    name = spark_table_name(tid)
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.`{tid.split('.')[0]}`")
-    spark.sql(create_table_sql(name, [StructField("id", IntegerType()), StructField("name", StringType())], ["id"]))
-    data = [(i, n, f"0000-{k:04d}", "r", source_ts, "b0", source_ts) for k, (i, n) in enumerate(rows)]
-    schema = "id int, name string, " + ", ".join(f"{c} {t}" for c, t in BOOKKEEPING)
-    spark.createDataFrame(data, schema).writeTo(name).append()
-
-
-def _stage(spark, settings: LakeSettings, *, source: str, batch_id: str, tid: str,
-           changes: list[tuple[int, str]], source_ts: datetime) -> None:
-    """Stage one batch of inserts for ``tid`` exactly as normalize lays it out."""
-    rows = [("c", tid, {"id": i}, None, {"id": i, "name": n}, f"0001-{k:04d}", source_ts, None, batch_id, source,
-             "debezium", "inbox/batch.jsonl", k + 1, k * 100, None, None) for k, (i, n) in enumerate(changes)]
-    out = staging_dir(settings, source, batch_id)
-    spark.createDataFrame(rows, CANONICAL).write.mode("overwrite").parquet(str(out / tid))
-    (out / STAGING_MARKER).write_text(json.dumps({"tables": {tid: {"key": ["id"], "columns": ["id", "name"]}}}))
 
 
 def _run(spark, settings: LakeSettings, tid: str, *, before: list[tuple[Any, str]], batch: list[tuple[int, str]],
          policy: str, source_ts: datetime = NOW_NAIVE, after_apply: str | None = None,
          freshness: str | None = None, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any] | None, Any]:
     source = tid.replace(".", "_")
-    _create(spark, tid, before, source_ts=source_ts)
-    _stage(spark, settings, source=source, batch_id="0001", tid=tid, changes=batch, source_ts=source_ts)
+    create_table(spark, tid, before, source_ts=source_ts)
+    stage_inserts(spark, settings, source=source, batch_id="0001", tables={tid: batch}, source_ts=source_ts)
     applied = apply_batch(spark, settings, source=source, batch_id="0001")
     if after_apply:
         spark.sql(after_apply.format(name=spark_table_name(tid)))
