@@ -8,13 +8,18 @@ the rows each case writes, and the rows a quarantined table must keep are the ro
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cdclake import dq_hold, dq_results
+from cdclake import dq_gate, dq_hold, dq_results
+from cdclake.dq_config import DqConfig
 from cdclake.identity import spark_table_name
 from cdclake.normalize import staging_dir
 from cdclake.orchestration import ValidationFailedError, validate_tables
@@ -132,8 +137,58 @@ def test_sample_rows_show_the_offending_rows(spark, session_lake, monkeypatch):
     assert row["details"]["partial_unexpected_list"] == [2, 2]
 
 
-def test_quarantined_batch_is_released_after_a_fix(spark, session_lake, monkeypatch):
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")},
+           "CDCLAKE_SPARK_MASTER": "local[2]", "CDCLAKE_SHUFFLE_PARTITIONS": "2", "CDCLAKE_DRIVER_MEMORY": "1g"}
+    return subprocess.run([str(Path(sys.executable).parent / "cdclake"), *args], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_release_validates_again_and_holds_until_fixed(spark, session_lake, monkeypatch):
     tid = "dq_release.items"
+    source = tid.replace(".", "_")
+    release = ["dq", "release", "--lake", str(session_lake.root), "--source", source, "--batch", "0001",
+               "--table", tid]
+    # Key 2 is duplicated in the table: the batch's insert of 3 and 4 is held back.
+    report, _ = _run(spark, session_lake, tid, before=[(1, "a"), (2, "b"), (2, "b again")], batch=[(3, "c"), (4, "d")],
+                     policy="quarantine", monkeypatch=monkeypatch)
+    assert report["tables"][tid]["status"] == "quarantined"
+    assert sorted(r["id"] for r in dump_rows(session_lake, tid)) == [1, 2, 2]
+
+    # Released before the fix: applied, validated, failed, taken back out and held again (exit 1).
+    try:
+        again = _cli(*release)
+    finally:
+        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    assert again.returncode == 1, again.stderr[-3000:]
+    out = json.loads(again.stdout)
+    assert (out["status"], out["inserted"]) == ("quarantined", 2)
+    assert out["failed"] == [f"cdclake.{tid}: {UNIQUE}(id), observed 2"]
+    assert "failed validation again, so its changes are held again" in again.stderr and UNIQUE in again.stderr
+    assert sorted(r["id"] for r in dump_rows(session_lake, tid)) == [1, 2, 2]
+    assert [h.batch_id for h in dq_hold.list_held(session_lake) if h.table_id == tid] == ["0001"]
+    first = [r for r in _stored(session_lake, tid) if r["run_id"] == out["run_id"]]
+    assert {r["status"] for r in first} == {"quarantined"}
+    assert [r["expectation"] for r in first if not r["success"]] == [UNIQUE]
+
+    # The fix: the duplicate is removed. Released again: applied, validated, passed, nothing held.
+    spark.sql(f"DELETE FROM {spark_table_name(tid)} WHERE name = 'b again'")
+    try:
+        done = _cli(*release)
+    finally:
+        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert (out["status"], out["failed"], out["inserted"], out["rows_after"]) == ("passed", [], 2, 4)
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 2, 3, 4]
+    assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
+    passed = [r for r in _stored(session_lake, tid) if r["run_id"] == out["run_id"]]
+    assert passed and all(r["success"] and r["status"] == "passed" for r in passed)
+    assert {r["suite"] for r in passed} == {f"cdclake.{tid}", f"cdclake_batch.{tid}"}
+
+
+def test_batch_suite_failure_is_held_and_a_release_without_a_fix_is_held_again(spark, session_lake, monkeypatch):
+    tid = "dq_future.items"
     source = tid.replace(".", "_")
     # The batch's source timestamps are two days in the future: only the batch suite's check fails.
     report, _ = _run(spark, session_lake, tid, before=[(1, "a")], batch=[(3, "c"), (4, "d")], policy="quarantine",
@@ -142,11 +197,14 @@ def test_quarantined_batch_is_released_after_a_fix(spark, session_lake, monkeypa
     assert _failed(report, tid) == [(f"cdclake_batch.{tid}", BETWEEN, "source_ts")]
     assert [r["id"] for r in dump_rows(session_lake, tid)] == [1]
 
-    counts = dq_hold.release(spark, session_lake, source=source, batch_id="0001", table_id=tid)
-
-    assert (counts.inserted, counts.rows_after) == (2, 3)
-    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 3, 4]
-    assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
+    with pytest.raises(ValidationFailedError, match="held again") as error:
+        dq_gate.release(spark, session_lake, source=source, batch_id="0001", table_id=tid,
+                        config=DqConfig.from_env({}), run_id="release-future")
+    assert error.value.report["tables"][tid]["status"] == "quarantined"
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1]
+    assert [h.run_id for h in dq_hold.list_held(session_lake) if h.table_id == tid] == ["release-future"]
+    assert {(r["status"], r["success"]) for r in _stored(session_lake, tid) if r["run_id"] == "release-future"
+            and r["expectation"] == BETWEEN} == {("quarantined", False)}
 
 
 def test_user_suite_yaml_adds_expectations(spark, session_lake, monkeypatch, tmp_path: Path):
