@@ -121,13 +121,8 @@ def release(spark: "SparkSession", settings: "LakeSettings", *, source: str, bat
     changes that still fail are taken back out and held again, and the new results are stored either way.
 
     Args:
-        spark: The session.
-        settings: The lake.
-        source: Source name.
-        batch_id: The held batch.
-        table_id: ``namespace.table``.
+        spark, settings, source, batch_id, table_id, options: As :func:`cdclake.dq_hold.release` takes them.
         config: Data-quality configuration (suites, SLAs; the table's policy decides only warn or not).
-        options: The table's apply options; default cdclake's.
         run_id: Names the validation run; default ``release-<batch>-<UTC time>``.
 
     Returns:

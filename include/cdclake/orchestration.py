@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from cdclake.dq_gate import ValidationFailedError  # noqa: F401 - the DAG catches it as orchestration.ValidationFailedError
+# The cdclake_ingest DAG catches it as orchestration.ValidationFailedError.
+from cdclake.dq_gate import ValidationFailedError  # noqa: F401
 from cdclake.exceptions import ConfigError
 from cdclake.settings import LakeSettings
 
@@ -171,13 +172,11 @@ def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, ru
         dag_id: The Airflow DAG, stored with the results.
 
     Returns:
-        ``{"success", "batch_id", "data_docs_index", "results_table", "tables": {table: {"status", "policy",
-        "failed"}}, "summaries": [ValidationSummary.compact(), ...]}`` (failed outcomes only: the full results are
-        in the table and the reports); ``success`` is False only when a ``fail`` table failed.
+        :func:`~cdclake.dq_gate.gate_batch`'s compact report (``success`` is False only when a ``fail`` table
+        failed).
 
     Raises:
-        ValidationFailedError: A table with the ``fail`` policy failed; the message lists the failed expectations
-            and names the report.
+        ValidationFailedError: A table with the ``fail`` policy failed (see :func:`~cdclake.dq_gate.gate_batch`).
     """
     from cdclake.dq_config import DqConfig
     from cdclake.dq_gate import gate_batch

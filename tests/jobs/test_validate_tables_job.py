@@ -76,7 +76,8 @@ def test_job_stores_results_and_applies_each_policy(spark, session_lake, tmp_pat
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "validation FAILED for 3 of 4 table(s)" in proc.stderr
     assert f"failed: {UNIQUE}(id), observed 2" in proc.stderr
-    assert f"report: {session_lake.dq_root.resolve() / 'results' / 'dqjob_fail.items' / 'job-run-1.json'}" in proc.stderr
+    report_json = session_lake.dq_root.resolve() / "results" / "dqjob_fail.items" / "job-run-1.json"
+    assert f"report: {report_json}" in proc.stderr
     assert report["success"] is False
     statuses = {t: v["status"] for t, v in report["tables"].items()}
     assert statuses == {"dqjob_fail.items": "failed", "dqjob_warn.items": "warned", "dqjob_hold.items": "quarantined",

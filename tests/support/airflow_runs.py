@@ -9,7 +9,8 @@ The plan is a list of steps; each step first copies files (``"deliver": [[src, d
 (``"runs": [{"dag_id", "logical_date" (ISO), "conf" (optional)}, ...]``) in order, then ``cdclake`` commands
 (``"cli": [[arg, ...], ...]``) in this process, so they reuse its SparkSession. The output line ``RUNS-JSON [...]``
 lists per run its state, the state of every task instance (``task_id[map_index]``), the return values of the
-tasks and the asset events the run emitted; per command ``{"cli", "exit", "stdout", "stderr"}``. Tests call :func:`run_plan`.
+tasks and the asset events the run emitted; per command ``{"cli", "exit", "stdout", "stderr"}``. Tests call
+:func:`run_plan`.
 """
 
 from __future__ import annotations

@@ -137,18 +137,23 @@ def test_sample_rows_show_the_offending_rows(spark, session_lake, monkeypatch):
     assert row["details"]["partial_unexpected_list"] == [2, 2]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _release_cli(spark, settings: LakeSettings, tid: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``cdclake dq release`` of the table's batch 0001, in its own process; returns it and its JSON output."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")},
            "CDCLAKE_SPARK_MASTER": "local[2]", "CDCLAKE_SHUFFLE_PARTITIONS": "2", "CDCLAKE_DRIVER_MEMORY": "1g"}
-    return subprocess.run([str(Path(sys.executable).parent / "cdclake"), *args], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    args = ["dq", "release", "--lake", str(settings.root), "--source", tid.replace(".", "_"), "--batch", "0001",
+            "--table", tid]
+    try:
+        proc = subprocess.run([str(Path(sys.executable).parent / "cdclake"), *args], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+    finally:  # the other process committed: forget this session's cached metadata of the table
+        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc, json.loads(proc.stdout)
 
 
 def test_release_validates_again_and_holds_until_fixed(spark, session_lake, monkeypatch):
     tid = "dq_release.items"
-    source = tid.replace(".", "_")
-    release = ["dq", "release", "--lake", str(session_lake.root), "--source", source, "--batch", "0001",
-               "--table", tid]
     # Key 2 is duplicated in the table: the batch's insert of 3 and 4 is held back.
     report, _ = _run(spark, session_lake, tid, before=[(1, "a"), (2, "b"), (2, "b again")], batch=[(3, "c"), (4, "d")],
                      policy="quarantine", monkeypatch=monkeypatch)
@@ -156,12 +161,8 @@ def test_release_validates_again_and_holds_until_fixed(spark, session_lake, monk
     assert sorted(r["id"] for r in dump_rows(session_lake, tid)) == [1, 2, 2]
 
     # Released before the fix: applied, validated, failed, taken back out and held again (exit 1).
-    try:
-        again = _cli(*release)
-    finally:
-        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    again, out = _release_cli(spark, session_lake, tid)
     assert again.returncode == 1, again.stderr[-3000:]
-    out = json.loads(again.stdout)
     assert (out["status"], out["inserted"]) == ("quarantined", 2)
     assert out["failed"] == [f"cdclake.{tid}: {UNIQUE}(id), observed 2"]
     assert "failed validation again, so its changes are held again" in again.stderr and UNIQUE in again.stderr
@@ -173,12 +174,8 @@ def test_release_validates_again_and_holds_until_fixed(spark, session_lake, monk
 
     # The fix: the duplicate is removed. Released again: applied, validated, passed, nothing held.
     spark.sql(f"DELETE FROM {spark_table_name(tid)} WHERE name = 'b again'")
-    try:
-        done = _cli(*release)
-    finally:
-        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    done, out = _release_cli(spark, session_lake, tid)
     assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout)
     assert (out["status"], out["failed"], out["inserted"], out["rows_after"]) == ("passed", [], 2, 4)
     assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 2, 3, 4]
     assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
