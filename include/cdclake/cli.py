@@ -8,7 +8,7 @@
     cdclake quarantine replay --lake DIR [--source NAME] [--reason TEXT] [--format FORMAT] [--key ...]
     cdclake dq results --lake DIR [--table NAME] [--run ID]
     cdclake dq held --lake DIR [--source NAME]
-    cdclake dq release --lake DIR --source NAME --batch ID --table NAME
+    cdclake dq release --lake DIR --source NAME --batch ID --table NAME   # validates again; exit 1: held again
 
 ``apply`` lands the inputs (or everything new on Kafka topics since the offsets the lake landed last) as the next
 micro-batch of the lake, normalizes and applies it, and prints one JSON object (with ``lag`` per topic and partition
@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     held = dqsub.add_parser("held", help="print the (source, batch, table) changes held back, as JSON Lines")
     held.add_argument("--lake", required=True, metavar="DIR")
     held.add_argument("--source", help="only this source")
-    release = dqsub.add_parser("release", help="apply held-back changes of a batch to their table after a fix")
+    release = dqsub.add_parser("release", help="apply held-back changes of a batch to their table after a fix and "
+                                               "validate again; changes that still fail are held again (exit 1)")
     release.add_argument("--lake", required=True, metavar="DIR")
     release.add_argument("--source", required=True)
     release.add_argument("--batch", required=True, metavar="ID")
@@ -237,12 +238,26 @@ def _dq(args: argparse.Namespace) -> int:
         for record in dq_hold.list_held(settings, source=args.source):
             sys.stdout.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
         return 0
+    from cdclake.dq_gate import ValidationFailedError, release, table_settings
     from cdclake.spark import get_spark
 
-    counts = dq_hold.release(get_spark(settings), settings, source=args.source, batch_id=args.batch,
-                             table_id=args.table)
-    print(json.dumps({"source": args.source, "batch_id": args.batch, "table": args.table, **counts.to_dict()}))
+    config, options = table_settings(args.source, args.table)
+    try:
+        report = release(get_spark(settings), settings, source=args.source, batch_id=args.batch,
+                         table_id=args.table, config=config, options=options)
+    except ValidationFailedError as exc:
+        print(json.dumps(_release_summary(args, exc.report)))
+        sys.stderr.write(f"cdclake: {exc}\n")
+        return 1
+    print(json.dumps(_release_summary(args, report)))
     return 0
+
+
+def _release_summary(args: argparse.Namespace, report: dict[str, object]) -> dict[str, object]:
+    table = report["tables"][args.table]  # type: ignore[index]
+    return {"source": args.source, "batch_id": args.batch, "table": args.table, "status": table["status"],
+            "failed": table["failed"], "run_id": report["summaries"][0]["run_id"],  # type: ignore[index]
+            **report["counts"]}  # type: ignore[dict-item]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,9 +4,10 @@ Policies say what a failed validation of a table does to the run:
 
 * ``fail`` — the ``validate_tables`` task fails, naming the failed expectations and the report (the default);
 * ``warn`` — the task succeeds; the table is marked ``warned`` in the report and in ``cdclake_meta.dq_results``;
-* ``quarantine`` — the batch's changes to that table are held back: the table is rolled back to its snapshot from
-  before the batch, the staged changes are kept under ``staging/<source>/<batch>/_held/`` and
-  ``cdclake dq release`` applies them after a fix (see :mod:`cdclake.dq_hold`). The task succeeds.
+* ``quarantine`` — the batch's changes to that table are held back: the table is rolled back past the batch's
+  commits, the staged changes are kept under ``staging/<source>/<batch>/_held/`` and ``cdclake dq release``
+  applies and validates them again after a fix (see :mod:`cdclake.dq_hold`, :mod:`cdclake.dq_gate`). The task
+  succeeds.
 
 Policies come as a mapping (``{"default": "fail", "public.orders": "warn"}``) or as text, the form of the DAG param
 and of ``CDCLAKE_DQ_POLICY``: ``warn`` (every table) or ``public.orders=warn,public.customers=quarantine,default=fail``.

@@ -213,7 +213,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
 
 _NOTHING_TO_TRUNCATE = "TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove"
 
-_KEEP_ON_RENORMALIZE = ("_held", "_dq_snapshots.json")
+_KEEP_ON_RENORMALIZE = ("_held",)
 """Staging entries of :mod:`cdclake.dq_hold` that outlive a re-normalized batch (held changes are data)."""
 
 

@@ -12,29 +12,17 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from cdclake.exceptions import CdclakeError, ConfigError
+# The cdclake_ingest DAG catches it as orchestration.ValidationFailedError.
+from cdclake.dq_gate import ValidationFailedError  # noqa: F401
+from cdclake.exceptions import ConfigError
 from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdclake.quality import ExpectationOutcome, ValidationSummary
-
 log = logging.getLogger(__name__)
 
 SPARK_APP_NAME = "cdclake-airflow"
-
-
-class ValidationFailedError(CdclakeError):
-    """Data-quality validation of a batch failed; ``report`` is the compact summary that was also logged.
-
-    Attributes:
-        report: The result of :func:`validate_tables` (``success`` False).
-    """
-
-    def __init__(self, message: str, report: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 def default_lake() -> str:
@@ -170,7 +158,8 @@ def apply_changes(params: Mapping[str, Any], normalized: Mapping[str, Any]) -> d
 
 def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, run_id: str,
                     dag_id: str | None = None) -> dict[str, Any]:
-    """Validate the tables a batch touched, apply each table's policy and store the results.
+    """Validate the tables a batch touched, apply each table's policy and store the results
+    (:func:`cdclake.dq_gate.gate_batch`, which the spark-submit job ``jobs/validate_tables.py`` runs too).
 
     Every expectation's outcome goes to ``cdclake_meta.dq_results`` (:mod:`cdclake.dq_results`) and GE's Data
     Docs. A table whose suites failed is then ``failed`` (policy ``fail``), ``warned`` (``warn``) or
@@ -183,114 +172,17 @@ def validate_tables(params: Mapping[str, Any], applied: Mapping[str, Any], *, ru
         dag_id: The Airflow DAG, stored with the results.
 
     Returns:
-        ``{"success", "batch_id", "data_docs_index", "results_table", "tables": {table: {"status", "policy",
-        "failed"}}, "summaries": [ValidationSummary.compact(), ...]}`` (failed outcomes only: the full results are
-        in the table and the reports); ``success`` is False only when a ``fail`` table failed.
+        :func:`~cdclake.dq_gate.gate_batch`'s compact report (``success`` is False only when a ``fail`` table
+        failed).
 
     Raises:
-        ValidationFailedError: A table with the ``fail`` policy failed; the message lists the failed expectations
-            and names the report.
+        ValidationFailedError: A table with the ``fail`` policy failed (see :func:`~cdclake.dq_gate.gate_batch`).
     """
-    from cdclake import dq_hold, dq_results, pipeline
-    from cdclake.dq_config import DqConfig, Policy
+    from cdclake.dq_config import DqConfig
+    from cdclake.dq_gate import gate_batch
     from cdclake.pipeline import ApplyResult
 
     run = RunParams.from_params(params)
     settings = run.settings()
-    config = DqConfig.from_env(policy=params.get("dq_policy"))
-    result = ApplyResult.from_dict(dict(applied))
-    spark = _spark(settings)
-    summaries = pipeline.validate_batch(spark, settings, source=run.source, batch_id=result.batch_id,
-                                        applied=result, run_id=run_id, config=config)
-    tables: dict[str, dict[str, Any]] = {}
-    for tid in sorted({s.table_id for s in summaries}):
-        own = [s for s in summaries if s.table_id == tid]
-        failed = [f"{s.suite}: {_describe_failure(f)}" for s in own for f in s.failed()]
-        policy = config.policy.for_table(tid)
-        if not failed:
-            status = dq_results.STATUS_PASSED
-        elif policy is Policy.WARN:
-            status = dq_results.STATUS_WARNED
-        elif policy is Policy.QUARANTINE:
-            dq_hold.hold(spark, settings, source=run.source, batch_id=result.batch_id, table_id=tid, run_id=run_id,
-                         reason="; ".join(failed))
-            status = dq_results.STATUS_QUARANTINED
-        else:
-            status = dq_results.STATUS_FAILED
-        tables[tid] = {"status": status, "policy": policy.value, "failed": failed}
-    context = dq_results.RunContext(run_id=run_id, source=run.source, batch_id=result.batch_id, dag_id=dag_id,
-                                    dag_run_id=run_id if dag_id else None)
-    dq_results.record(spark, summaries, context=context,
-                      policies={t: v["policy"] for t, v in tables.items()},
-                      statuses={t: v["status"] for t, v in tables.items()})
-    report = {
-        "success": all(v["status"] != dq_results.STATUS_FAILED for v in tables.values()),
-        "batch_id": result.batch_id,
-        "data_docs_index": _data_docs_index(summaries, settings),
-        "results_table": dq_results.TABLE,
-        "tables": tables,
-        "summaries": [s.compact() for s in summaries],
-    }
-    text = describe_validation(summaries, report["data_docs_index"],
-                               statuses={t: v["status"] for t, v in tables.items()})
-    if not report["success"]:
-        raise ValidationFailedError(text, report)
-    if any(v["status"] != dq_results.STATUS_PASSED for v in tables.values()):
-        log.warning("%s", text)
-    else:
-        log.info("%s", text)
-    return report
-
-
-def _data_docs_index(summaries: list[ValidationSummary], settings: LakeSettings) -> str:
-    for summary in summaries:
-        if summary.data_docs_index:
-            return str(summary.data_docs_index)
-    return str(settings.dq_root)
-
-
-_STATUS_WORDS = {"passed": "PASS", "failed": "FAIL", "warned": "WARN", "quarantined": "HELD"}
-
-
-def describe_validation(summaries: list[ValidationSummary], data_docs_index: str,
-                        statuses: Mapping[str, str] | None = None) -> str:
-    """A readable account of a batch's validation: one line per suite, one per failed expectation.
-
-    Args:
-        summaries: What :func:`cdclake.pipeline.validate_batch` returned.
-        data_docs_index: Where the Data Docs are.
-        statuses: ``table_id`` -> status after the policy (``passed``, ``failed``, ``warned``, ``quarantined``);
-            without it a failed suite reads FAIL.
-
-    Returns:
-        Lines of text; the first says whether the batch passed.
-    """
-    statuses = statuses or {}
-    failed_tables = sorted({s.table_id for s in summaries if not s.success})
-    tables = sorted({s.table_id for s in summaries})
-    head = (f"validation FAILED for {len(failed_tables)} of {len(tables)} table(s)" if failed_tables
-            else f"validation passed for {len(tables)} table(s)")
-    lines = [head]
-    for summary in summaries:
-        word = "PASS" if summary.success else _STATUS_WORDS.get(statuses.get(summary.table_id, "failed"), "FAIL")
-        suite = f" [{summary.suite}]" if summary.suite else ""
-        lines.append(f"  {word} {summary.table_id}{suite}: "
-                     f"{len(summary.outcomes) - len(summary.failed())}/{len(summary.outcomes)} expectations held")
-        for failure in summary.failed():
-            lines.append(f"      failed: {_describe_failure(failure)}")
-        if not summary.success:
-            lines.append(f"      report: {summary.report_json}")
-            if summary.data_docs_page:
-                lines.append(f"      Data Docs page: {summary.data_docs_page}")
-    for tid in failed_tables:
-        if statuses.get(tid) == "quarantined":
-            lines.append(f"  {tid}: this batch's changes are held back; after a fix, "
-                         "`cdclake dq release` applies them")
-    lines.append(f"  Data Docs: {data_docs_index}")
-    lines.append("  Data Quality page: <Airflow UI>/cdclake-dq/ (navigation entry 'Data Quality')")
-    return "\n".join(lines)
-
-
-def _describe_failure(outcome: ExpectationOutcome) -> str:
-    target = f"({outcome.column})" if outcome.column else ""
-    return f"{outcome.expectation}{target}, observed {outcome.observed_value!r}"
+    return gate_batch(_spark(settings), settings, source=run.source, applied=ApplyResult.from_dict(dict(applied)),
+                      run_id=run_id, config=DqConfig.from_env(policy=params.get("dq_policy")), dag_id=dag_id)

@@ -252,7 +252,6 @@ def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str,
     from cdclake.apply_options import ApplyOptions
     from cdclake.normalize import staging_dir
 
-    remember_pre_apply_snapshots(settings, source=source, batch_id=batch_id)
     chosen = dict(options or {})
     fallback = default or ApplyOptions()
     wanted = set(tables) if tables is not None else None
@@ -302,22 +301,6 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
 
     return apply_table(spark, spark.read.parquet(str(path)), tid=table_id, key=tables[table_id]["key"],
                        options=options or ApplyOptions(), source=source, batch_id=batch_id)
-
-
-def remember_pre_apply_snapshots(settings: "LakeSettings", *, source: str, batch_id: str) -> None:
-    """Record every staged table's snapshot from before the batch (once per batch), for the ``quarantine`` data
-    quality policy, which rolls a table back to it (:mod:`cdclake.dq_hold`).
-
-    Applying must not depend on it: without the record, only holding this batch back is impossible (and says so).
-    """
-    from cdclake.dq_hold import remember_snapshots
-
-    try:
-        remember_snapshots(settings, source=source, batch_id=batch_id,
-                           table_ids=staged_table_ids(settings, source, batch_id))
-    except Exception:  # noqa: BLE001 - see above
-        log.warning("could not record the pre-apply snapshots of batch %s of %s; the quarantine policy cannot "
-                    "hold it back", batch_id, source, exc_info=True)
 
 
 def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:

@@ -318,7 +318,9 @@ def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[
 
 def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
                    now: datetime | None = None) -> dict[str, Any]:
-    """Run the table's data-quality suite, check its freshness SLA, and apply its ``dq_policy``.
+    """Run the table's data-quality suite, check its freshness SLA, store the results and apply its ``dq_policy``:
+    ``fail`` raises, ``warn`` logs, ``quarantine`` takes the changes of every batch of the run back out of the table
+    and holds them (:func:`cdclake.dq_hold.hold`; ``cdclake dq release`` applies them after a fix).
 
     Args:
         source: Source name.
@@ -327,14 +329,18 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
         now: The time freshness is measured at (default: now).
 
     Returns:
-        ``{"table_id", "success", "policy", "expectations_failed": [...], "stale_by_s", "report_json"}``.
+        ``{"table_id", "success", "policy", "status" (passed, failed, warned or quarantined),
+        "expectations_failed": [...], "stale_by_s", "held_batches", "report_json"}``.
 
     Raises:
-        TableValidationError: A check failed and the table's ``dq_policy`` is ``fail``.
+        TableValidationError: A check failed and the table's ``dq_policy`` is ``fail``; the message lists the
+            failures and the report.
+        ConfigError: Under ``quarantine``, another batch committed to the table on top of the run's batches, so
+            their changes cannot be taken back out alone.
     """
     from pyspark.sql import functions as F
 
-    from cdclake import dq_results
+    from cdclake import dq_hold, dq_results
     from cdclake.apply_options import SOFT_DELETE_COLUMN
     from cdclake.catalog import key_columns_of
     from cdclake.identity import spark_table_name
@@ -349,9 +355,10 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     df = spark.table(spark_table_name(tid))
     if SOFT_DELETE_COLUMN in df.columns:  # soft deletes: the suite and the row count see the live rows
         df = df.where(f"NOT coalesce({SOFT_DELETE_COLUMN}, false)")
+    batch_id = batches[-1] if batches else ""
     summary = run_suite(df, table_id=tid, key_columns=key_columns_of(spark, tid),
                         expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
-                        batch_id=batches[-1] if batches else "")
+                        batch_id=batch_id)
     failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()]
     stale_by_s = None
     if options.freshness_sla is not None:
@@ -366,25 +373,34 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
                 stale_by_s = age - options.freshness_sla.total_seconds()
                 failures.append(f"freshness: newest change at {newest.isoformat()} is older than the SLA "
                                 f"{options.freshness_sla} by {stale_by_s:.0f}s")
-    report = {"table_id": tid, "success": not failures, "policy": options.dq_policy,
+    text = f"validation FAILED for {tid} (dq_policy {options.dq_policy}): " + "; ".join(failures)
+    if not failures:
+        status = dq_results.STATUS_PASSED
+    elif options.dq_policy == "warn":
+        status = dq_results.STATUS_WARNED
+    elif options.dq_policy == "quarantine":
+        # Every batch of the run is held: their commits to the table are undone together (dq_hold finds them by
+        # the batch ids in the snapshot summaries, whichever apply attempt made them).
+        dq_hold.hold(spark, settings, source=source, batch_ids=batches, table_id=tid, run_id=run_id,
+                     reason="; ".join(failures))
+        status = dq_results.STATUS_QUARANTINED
+        text += (f"; the changes of batch(es) {', '.join(batches)} are taken back out of the table and held; "
+                 f"after a fix `cdclake dq release --lake {settings.root} --source {source} --batch BATCH "
+                 f"--table {tid}` applies and validates them again")
+    else:
+        status = dq_results.STATUS_FAILED
+    report = {"table_id": tid, "success": not failures, "policy": options.dq_policy, "status": status,
               "expectations_failed": failures, "stale_by_s": stale_by_s,
+              "held_batches": batches if status == dq_results.STATUS_QUARANTINED else [],
               "report_json": str(summary.report_json) if summary.report_json else None}
-    status = (dq_results.STATUS_PASSED if not failures else
-              {"warn": dq_results.STATUS_WARNED, "quarantine": dq_results.STATUS_WARNED}.get(
-                  options.dq_policy, dq_results.STATUS_FAILED))
     dq_results.record(spark, [summary], context=dq_results.RunContext(
-        run_id=run_id, source=source, batch_id=batches[-1] if batches else "", dag_id=config.dag_id,
-        dag_run_id=run_id), policies={tid: options.dq_policy}, statuses={tid: status})
+        run_id=run_id, source=source, batch_id=batch_id, dag_id=config.dag_id, dag_run_id=run_id),
+        policies={tid: options.dq_policy}, statuses={tid: status})
     if not failures:
         log.info("validation passed for %s (%d expectations)", tid, len(summary.outcomes))
         return report
-    text = f"validation FAILED for {tid} (dq_policy {options.dq_policy}): " + "; ".join(failures)
-    if options.dq_policy == "fail":
-        raise TableValidationError(text, report)
-    if options.dq_policy == "quarantine":
-        # Moving a batch's changes of a table back out of it needs the apply core's support (issue 4); until
-        # then the policy reports like warn and names what would have been quarantined.
-        text += f"; quarantine policy: batch(es) {', '.join(batches)} are reported, not yet moved out"
+    if status == dq_results.STATUS_FAILED:
+        raise TableValidationError(f"{text}; report {report['report_json']}", report)
     log.warning("%s", text)
     return report
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -29,12 +27,12 @@ from cdclake.dq_results import read_rows
 from cdclake.reader import dump_rows, list_tables
 from cdclake.settings import LakeSettings
 from tests.support import kafka_broker as broker_support
+from tests.support.airflow_runs import run_plan
 from tests.support.kafka_broker import Broker
 
 kafka_broker = broker_support.kafka_broker  # the module's broker fixture
 
 REPO = Path(__file__).resolve().parents[2]
-RUNNER = REPO / "tests" / "support" / "airflow_runs.py"
 SOURCE = "topics"
 DAG_ID = f"cdclake_sources__{SOURCE}"
 TOPICS = {"demo.public.customers": 3, "demo.public.orders": 2}
@@ -60,17 +58,6 @@ def raw_offsets(settings: LakeSettings, batch_id: str) -> Counter[tuple[str, int
     return Counter((r["topic"], r["partition"], r["offset"])
                    for path in sorted(folder.glob("part-*.jsonl"))
                    for r in map(json.loads, path.read_text("utf-8").splitlines()))
-
-
-def run_plan(env: dict[str, str], plan: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
-    plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(plan))
-    proc = subprocess.run([sys.executable, str(RUNNER), str(plan_file)], env=env, capture_output=True, text=True,
-                          timeout=1200, check=False)
-    (tmp_path / "runs.log").write_text(proc.stdout + proc.stderr)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RUNS-JSON ")), None)
-    assert proc.returncode == 0 and line, f"exit {proc.returncode}; log {tmp_path}/runs.log:\n{proc.stderr[-4000:]}"
-    return json.loads(line[len("RUNS-JSON "):])
 
 
 def assert_skipped(run: dict[str, Any]) -> None:
@@ -109,7 +96,7 @@ def test_kafka_source_dag_lands_skips_and_lands_exactly_the_new_offsets(kafka_br
     })
     run = [{"runs": [{"dag_id": DAG_ID, "logical_date": d.isoformat()}]} for d in DATES]
     empty, first, idle, grown = run_plan(env, [run[0], {**run[1], "produce": produce[0], "dump": str(first_tables)},
-                                               run[2], {**run[3], "produce": produce[1]}], tmp_path)
+                                               run[2], {**run[3], "produce": produce[1]}], tmp_path, "runs")
     settings = LakeSettings.from_env(lake, env={})
     snapshot = [c for c in STREAM.changes if c.op == "snapshot"]
     assert len(snapshot) == 18 and len(STREAM.batches[0]) == 18

@@ -9,36 +9,20 @@ tables unchanged. Tables are compared with an independent replay of each source'
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-
 
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
 from cdclake.demo.oracle import expected_tables
 from cdclake.reader import dump_rows, list_tables
 from cdclake.settings import LakeSettings
+from tests.support.airflow_runs import run_plan
 
-REPO = Path(__file__).resolve().parents[2]
-RUNNER = REPO / "tests" / "support" / "airflow_runs.py"
 DATES = [datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=i) for i in range(3)]
 SOURCES = {"alpha": ("public.customers", 31), "beta": ("public.orders", 32)}
-
-
-def _run_plan(env: dict[str, str], plan: list[dict], tmp_path: Path, name: str) -> list[dict]:
-    plan_file = tmp_path / f"{name}.json"
-    plan_file.write_text(json.dumps(plan))
-    proc = subprocess.run([sys.executable, str(RUNNER), str(plan_file)], env=env, capture_output=True, text=True,
-                          timeout=1200, check=False)
-    (tmp_path / f"{name}.log").write_text(proc.stdout + proc.stderr)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RUNS-JSON ")), None)
-    assert proc.returncode == 0 and line, f"exit {proc.returncode}; log {tmp_path / name}.log:\n{proc.stderr[-4000:]}"
-    return json.loads(line[len("RUNS-JSON "):])
 
 
 def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
@@ -94,7 +78,7 @@ def test_two_source_dags_then_backfill_converge(tmp_path: Path) -> None:
     gamma_dag = "cdclake_sources__gamma"
     plan.append({"deliver": [[str(batches["alpha"][0]), str(lake / "inbox" / "gamma" / "only.jsonl")]],
                  "runs": [{"dag_id": gamma_dag, "logical_date": d.isoformat()} for d in DATES[:2]]})
-    runs = _run_plan(env, plan, tmp_path, "runs")
+    runs = run_plan(env, plan, tmp_path, "runs")
     replayed, quarantine_replayed, resnapshot = runs[8:11]
     gamma_first, gamma_second = runs[11:13]
 

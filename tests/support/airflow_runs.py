@@ -8,20 +8,39 @@ prepared Airflow home (:func:`cdclake.airflow_home.prepare`)::
 The plan is a list of steps; each step first copies files (``"deliver": [[src, dst], ...]``), produces
 ``kcat -C -J`` lines to a Kafka broker (``"produce": {"bootstrap", "lines" (a file), "partitions"}``, one record per
 producer batch, see :mod:`cdclake.demo.tansu`), then runs DAGs (``"runs": [{"dag_id", "logical_date" (ISO),
-"conf" (optional)}, ...]``) in order, and last writes every lake table's rows (``cdclake.reader.dump_rows`` of
-``CDCLAKE_LAKE``) as JSON to ``"dump"`` when given. The output line
-``RUNS-JSON [...]`` lists per run its state, the state of every task instance (``task_id[map_index]``), the
-return values of the tasks, the asset events the run emitted and whether a SparkContext had been started by then.
+"conf" (optional)}, ...]``) in order, then ``cdclake`` commands (``"cli": [[arg, ...], ...]``) in this process, so
+they reuse its SparkSession, and last writes every lake table's rows (``cdclake.reader.dump_rows`` of
+``CDCLAKE_LAKE``) as JSON to ``"dump"`` when given. The output line ``RUNS-JSON [...]`` lists per run its state,
+the state of every task instance (``task_id[map_index]``), the return values of the tasks, the asset events the
+run emitted and whether a SparkContext had been started by then; per command ``{"cli", "exit", "stdout",
+"stderr"}``. Tests call :func:`run_plan`.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+
+def run_plan(env: Mapping[str, str], plan: list[dict[str, Any]], tmp_path: Path, name: str) -> list[dict[str, Any]]:
+    """Run a plan in a subprocess with ``env`` (a prepared Airflow home's); return the runs it reports.
+
+    The plan goes to ``tmp_path/<name>.json`` and the subprocess's output to ``tmp_path/<name>.log``; a failing
+    subprocess fails the calling test with the end of its stderr.
+    """
+    plan_file = tmp_path / f"{name}.json"
+    plan_file.write_text(json.dumps(plan))
+    proc = subprocess.run([sys.executable, __file__, str(plan_file)], env=dict(env), capture_output=True, text=True,
+                          timeout=1200, check=False)
+    (tmp_path / f"{name}.log").write_text(proc.stdout + proc.stderr)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RUNS-JSON ")), None)
+    assert proc.returncode == 0 and line, f"exit {proc.returncode}; log {tmp_path / name}.log:\n{proc.stderr[-4000:]}"
+    return json.loads(line[len("RUNS-JSON "):])
 
 
 def _run(dag: Any, logical_date: datetime, conf: dict[str, Any] | None) -> dict[str, Any]:
@@ -59,6 +78,18 @@ def _spark_started() -> bool:
     return SparkContext._active_spark_context is not None
 
 
+def _cli(args: list[str]) -> dict[str, Any]:
+    import contextlib
+    import io
+
+    from cdclake.cli import main as cdclake
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cdclake(args)
+    return {"cli": args, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
 def main(argv: list[str]) -> int:
     """Execute the plan in ``argv[0]``."""
     from airflow.dag_processing.dagbag import DagBag
@@ -85,6 +116,7 @@ def main(argv: list[str]) -> int:
             if dag is None:
                 raise SystemExit(f"no DAG {run['dag_id']!r} in {sorted(bag.dag_ids)}")
             results.append(_run(dag, datetime.fromisoformat(run["logical_date"]), run.get("conf")))
+        results.extend(_cli(args) for args in step.get("cli", []))
         if "dump" in step:
             from cdclake.reader import dump_rows, list_tables
             from cdclake.settings import LakeSettings

@@ -9,20 +9,24 @@ the rows each case writes, and the rows a quarantined table must keep are the ro
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cdclake import dq_hold, dq_results
-from cdclake.apply import BOOKKEEPING, create_table_sql
+from cdclake import dq_gate, dq_hold, dq_results
+from cdclake.dq_config import DqConfig
 from cdclake.identity import spark_table_name
-from cdclake.normalize import STAGING_MARKER, staging_dir
+from cdclake.normalize import staging_dir
 from cdclake.orchestration import ValidationFailedError, validate_tables
 from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
 from cdclake.settings import LakeSettings
+from tests.support.dq_tables import create_table, stage_inserts
 
 NOT_NULL = "expect_column_values_to_not_be_null"
 UNIQUE = "expect_column_values_to_be_unique"
@@ -32,40 +36,14 @@ BETWEEN = "expect_column_values_to_be_between"
 
 SOURCE_TS_OLD = datetime(2020, 1, 1)
 NOW_NAIVE = datetime.now(timezone.utc).replace(tzinfo=None)
-CANONICAL = ("op string, table_id string, key struct<id:int>, before struct<id:int,name:string>, "
-             "after struct<id:int,name:string>, position string, source_ts timestamp, snapshot string, "
-             "batch_id string, source string, format string, input_file string, raw_line bigint, "
-             "raw_offset bigint, unavailable array<string>, patch string")
-
-
-def _create(spark, tid: str, rows: list[tuple[Any, str]], *, source_ts: datetime) -> None:
-    """The table as a broken writer left it: ``rows`` (id, name) with bookkeeping, no checks."""
-    from pyspark.sql.types import IntegerType, StringType, StructField
-
-    name = spark_table_name(tid)
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.`{tid.split('.')[0]}`")
-    spark.sql(create_table_sql(name, [StructField("id", IntegerType()), StructField("name", StringType())], ["id"]))
-    data = [(i, n, f"0000-{k:04d}", "r", source_ts, "b0", source_ts) for k, (i, n) in enumerate(rows)]
-    schema = "id int, name string, " + ", ".join(f"{c} {t}" for c, t in BOOKKEEPING)
-    spark.createDataFrame(data, schema).writeTo(name).append()
-
-
-def _stage(spark, settings: LakeSettings, *, source: str, batch_id: str, tid: str,
-           changes: list[tuple[int, str]], source_ts: datetime) -> None:
-    """Stage one batch of inserts for ``tid`` exactly as normalize lays it out."""
-    rows = [("c", tid, {"id": i}, None, {"id": i, "name": n}, f"0001-{k:04d}", source_ts, None, batch_id, source,
-             "debezium", "inbox/batch.jsonl", k + 1, k * 100, None, None) for k, (i, n) in enumerate(changes)]
-    out = staging_dir(settings, source, batch_id)
-    spark.createDataFrame(rows, CANONICAL).write.mode("overwrite").parquet(str(out / tid))
-    (out / STAGING_MARKER).write_text(json.dumps({"tables": {tid: {"key": ["id"], "columns": ["id", "name"]}}}))
 
 
 def _run(spark, settings: LakeSettings, tid: str, *, before: list[tuple[Any, str]], batch: list[tuple[int, str]],
          policy: str, source_ts: datetime = NOW_NAIVE, after_apply: str | None = None,
          freshness: str | None = None, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any] | None, Any]:
     source = tid.replace(".", "_")
-    _create(spark, tid, before, source_ts=source_ts)
-    _stage(spark, settings, source=source, batch_id="0001", tid=tid, changes=batch, source_ts=source_ts)
+    create_table(spark, tid, before, source_ts=source_ts)
+    stage_inserts(spark, settings, source=source, batch_id="0001", tables={tid: batch}, source_ts=source_ts)
     applied = apply_batch(spark, settings, source=source, batch_id="0001")
     if after_apply:
         spark.sql(after_apply.format(name=spark_table_name(tid)))
@@ -159,8 +137,55 @@ def test_sample_rows_show_the_offending_rows(spark, session_lake, monkeypatch):
     assert row["details"]["partial_unexpected_list"] == [2, 2]
 
 
-def test_quarantined_batch_is_released_after_a_fix(spark, session_lake, monkeypatch):
+def _release_cli(spark, settings: LakeSettings, tid: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``cdclake dq release`` of the table's batch 0001, in its own process; returns it and its JSON output."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")},
+           "CDCLAKE_SPARK_MASTER": "local[2]", "CDCLAKE_SHUFFLE_PARTITIONS": "2", "CDCLAKE_DRIVER_MEMORY": "1g"}
+    args = ["dq", "release", "--lake", str(settings.root), "--source", tid.replace(".", "_"), "--batch", "0001",
+            "--table", tid]
+    try:
+        proc = subprocess.run([str(Path(sys.executable).parent / "cdclake"), *args], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+    finally:  # the other process committed: forget this session's cached metadata of the table
+        spark.sql(f"REFRESH TABLE {spark_table_name(tid)}")
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc, json.loads(proc.stdout)
+
+
+def test_release_validates_again_and_holds_until_fixed(spark, session_lake, monkeypatch):
     tid = "dq_release.items"
+    # Key 2 is duplicated in the table: the batch's insert of 3 and 4 is held back.
+    report, _ = _run(spark, session_lake, tid, before=[(1, "a"), (2, "b"), (2, "b again")], batch=[(3, "c"), (4, "d")],
+                     policy="quarantine", monkeypatch=monkeypatch)
+    assert report["tables"][tid]["status"] == "quarantined"
+    assert sorted(r["id"] for r in dump_rows(session_lake, tid)) == [1, 2, 2]
+
+    # Released before the fix: applied, validated, failed, taken back out and held again (exit 1).
+    again, out = _release_cli(spark, session_lake, tid)
+    assert again.returncode == 1, again.stderr[-3000:]
+    assert (out["status"], out["inserted"]) == ("quarantined", 2)
+    assert out["failed"] == [f"cdclake.{tid}: {UNIQUE}(id), observed 2"]
+    assert "failed validation again, so its changes are held again" in again.stderr and UNIQUE in again.stderr
+    assert sorted(r["id"] for r in dump_rows(session_lake, tid)) == [1, 2, 2]
+    assert [h.batch_id for h in dq_hold.list_held(session_lake) if h.table_id == tid] == ["0001"]
+    first = [r for r in _stored(session_lake, tid) if r["run_id"] == out["run_id"]]
+    assert {r["status"] for r in first} == {"quarantined"}
+    assert [r["expectation"] for r in first if not r["success"]] == [UNIQUE]
+
+    # The fix: the duplicate is removed. Released again: applied, validated, passed, nothing held.
+    spark.sql(f"DELETE FROM {spark_table_name(tid)} WHERE name = 'b again'")
+    done, out = _release_cli(spark, session_lake, tid)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out["status"], out["failed"], out["inserted"], out["rows_after"]) == ("passed", [], 2, 4)
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 2, 3, 4]
+    assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
+    passed = [r for r in _stored(session_lake, tid) if r["run_id"] == out["run_id"]]
+    assert passed and all(r["success"] and r["status"] == "passed" for r in passed)
+    assert {r["suite"] for r in passed} == {f"cdclake.{tid}", f"cdclake_batch.{tid}"}
+
+
+def test_batch_suite_failure_is_held_and_a_release_without_a_fix_is_held_again(spark, session_lake, monkeypatch):
+    tid = "dq_future.items"
     source = tid.replace(".", "_")
     # The batch's source timestamps are two days in the future: only the batch suite's check fails.
     report, _ = _run(spark, session_lake, tid, before=[(1, "a")], batch=[(3, "c"), (4, "d")], policy="quarantine",
@@ -169,11 +194,14 @@ def test_quarantined_batch_is_released_after_a_fix(spark, session_lake, monkeypa
     assert _failed(report, tid) == [(f"cdclake_batch.{tid}", BETWEEN, "source_ts")]
     assert [r["id"] for r in dump_rows(session_lake, tid)] == [1]
 
-    counts = dq_hold.release(spark, session_lake, source=source, batch_id="0001", table_id=tid)
-
-    assert (counts.inserted, counts.rows_after) == (2, 3)
-    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1, 3, 4]
-    assert [h for h in dq_hold.list_held(session_lake) if h.table_id == tid] == []
+    with pytest.raises(ValidationFailedError, match="held again") as error:
+        dq_gate.release(spark, session_lake, source=source, batch_id="0001", table_id=tid,
+                        config=DqConfig.from_env({}), run_id="release-future")
+    assert error.value.report["tables"][tid]["status"] == "quarantined"
+    assert [r["id"] for r in dump_rows(session_lake, tid)] == [1]
+    assert [h.run_id for h in dq_hold.list_held(session_lake) if h.table_id == tid] == ["release-future"]
+    assert {(r["status"], r["success"]) for r in _stored(session_lake, tid) if r["run_id"] == "release-future"
+            and r["expectation"] == BETWEEN} == {("quarantined", False)}
 
 
 def test_user_suite_yaml_adds_expectations(spark, session_lake, monkeypatch, tmp_path: Path):
