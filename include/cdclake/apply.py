@@ -313,6 +313,36 @@ def _committed_batch(spark: SparkSession, tid: str, source: str, batch_id: str) 
         f"AND summary['cdclake.source'] = '{sql_literal(source)}' LIMIT 1").collect())
 
 
+def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
+                bookkeeping: Sequence[tuple[str, str]], key: Sequence[str], layout: str) -> list[StructField]:
+    """Create a table's changelog or history table if missing, or add the table's new columns to it.
+
+    Args:
+        side: ``namespace.table`` of the side table (its namespace is created when missing).
+        columns: The table's columns.
+        bookkeeping: The side table's own columns, ``(name, SQL type)``.
+        key: The table's key (recorded as a property).
+        layout: Extra DDL between ``USING iceberg`` and ``TBLPROPERTIES`` (e.g. ``PARTITIONED BY ..``).
+
+    Returns:
+        The side table's fields before new columns were added.
+    """
+    name = spark_table_name(side)
+    if not table_exists(spark, side):
+        ensure_namespace(spark, split_table_id(side)[0])
+        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
+        cols += [f"{_q(n)} {t}" for n, t in bookkeeping]
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg {layout} TBLPROPERTIES "
+                  f"('format-version'='2', 'write.merge.mode'='merge-on-read', "
+                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
+    existing = list(table_schema(spark, side).fields)
+    present = {f.name for f in existing}
+    for f in columns:
+        if f.name not in present:
+            spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    return existing
+
+
 def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: Sequence[StructField],
                       key: Sequence[str], *, source: str, batch_id: str) -> None:
     """Append a batch's non-stale changes to the table's changelog, unless this batch already did."""
@@ -322,19 +352,9 @@ def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: S
         log.info("changelog %s already holds batch %s", cid, batch_id)
         return
     layout = list(columns)
-    if not table_exists(spark, cid):
-        ensure_namespace(spark, CHANGELOG_NAMESPACE)
-        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in layout]
-        cols += [f"{_q(n)} {t}" for n, t in BOOKKEEPING]
-        cols += ["`_cdc_action` string", "`_cdc_unavailable` array<string>"]
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg "
-                  f"PARTITIONED BY (days(_cdc_applied_at)) TBLPROPERTIES ('format-version'='2', "
-                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
-    existing = table_schema(spark, cid).fields
-    present = {f.name for f in existing}
-    for f in layout:
-        if f.name not in present:
-            spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    existing = _side_table(spark, cid, layout, [*BOOKKEEPING, ("_cdc_action", "string"),
+                                                ("_cdc_unavailable", "array<string>")],
+                           key, "PARTITIONED BY (days(_cdc_applied_at))")
     # Columns the table no longer has (a DDL drop or rename) stay in the changelog, with nulls from now on.
     written = {f.name for f in layout} | {n for n, _ in BOOKKEEPING} | {"_cdc_action", "_cdc_unavailable"}
     gone = [F.lit(None).cast(f.dataType).alias(f.name) for f in existing if f.name not in written]
@@ -414,18 +434,7 @@ def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns
     if _committed_batch(spark, hid, source, batch_id):
         log.info("history %s already holds batch %s", hid, batch_id)
         return
-    if not table_exists(spark, hid):
-        ensure_namespace(spark, HISTORY_NAMESPACE)
-        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
-        cols += [f"{_q(n)} {t}" for n, t in HISTORY_COLUMNS]
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg TBLPROPERTIES "
-                  f"('format-version'='2', 'write.merge.mode'='merge-on-read', "
-                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
-    existing = table_schema(spark, hid).fields
-    present = {f.name for f in existing}
-    for f in columns:
-        if f.name not in present:
-            spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+    _side_table(spark, hid, columns, HISTORY_COLUMNS, key, "")
     history = spark.table(name)
     rows = history_changes(classified, spark.table(spark_table_name(tid)), key, value_columns,
                            open_versions=history.where(F.col("_cdc_valid_to").isNull()), cut=cut)

@@ -258,6 +258,8 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
                                                   fmt=config.format, keys=keys, ddl_policies=policies)
             log.info("normalized batch %s: tables %s, quarantined %d, skipped %s", batch_id,
                      result.tables or "none", result.quarantined, result.skipped or "none")
+            for tid, why in result.ddl_stopped.items():
+                log.error("batch %s: %s: %s", batch_id, tid, why)
         else:
             log.info("batch %s is already normalized; reusing its staging", batch_id)
         staged.update(pipeline.staged_table_ids(settings, source, batch_id))
