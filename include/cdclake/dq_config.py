@@ -33,6 +33,12 @@ from cdclake.exceptions import ConfigError
 
 DEFAULT_KEY = "default"
 DEFAULT_SUITES_DIR = Path(__file__).resolve().parents[1] / "dq_suites"
+
+
+def suites_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The directory of user suites: ``CDCLAKE_DQ_SUITES``, else :data:`DEFAULT_SUITES_DIR`."""
+    env = os.environ if env is None else env
+    return Path(env["CDCLAKE_DQ_SUITES"]) if env.get("CDCLAKE_DQ_SUITES") else DEFAULT_SUITES_DIR
 """``include/dq_suites``: one YAML file per table, ``<namespace>.<table>.yaml``."""
 
 DEFAULT_MAX_QUARANTINED_SHARE = 0.1
@@ -191,5 +197,4 @@ class DqConfig:
             raise ConfigError(f"CDCLAKE_DQ_MAX_QUARANTINED_SHARE={share_text!r}: expected a number in [0, 1]") from None
         if not 0.0 <= share <= 1.0:
             raise ConfigError(f"CDCLAKE_DQ_MAX_QUARANTINED_SHARE={share_text!r}: expected a number in [0, 1]")
-        suites = Path(env["CDCLAKE_DQ_SUITES"]) if env.get("CDCLAKE_DQ_SUITES") else DEFAULT_SUITES_DIR
-        return cls(policy=resolved, freshness=freshness, max_quarantined_share=share, suites_dir=suites)
+        return cls(policy=resolved, freshness=freshness, max_quarantined_share=share, suites_dir=suites_dir(env))

@@ -320,7 +320,8 @@ def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[
 
 def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
                    now: datetime | None = None) -> dict[str, Any]:
-    """Run the table's data-quality suite, check its freshness SLA, store the results and apply its ``dq_policy``:
+    """Run the table's data-quality suite (generated and user expectations), check its freshness SLA, store the
+    results and apply its ``dq_policy``:
     ``fail`` raises, ``warn`` logs, ``quarantine`` takes the changes of every batch of the run back out of the table
     and holds them (:func:`cdclake.dq_hold.hold`; ``cdclake dq release`` applies them after a fix).
 
@@ -342,9 +343,10 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     """
     from pyspark.sql import functions as F
 
-    from cdclake import dq_hold, dq_results
+    from cdclake import dq_hold, dq_results, dq_suites
     from cdclake.apply_options import SOFT_DELETE_COLUMN
-    from cdclake.catalog import key_columns_of
+    from cdclake.catalog import key_columns_of, table_schema
+    from cdclake.dq_config import suites_dir
     from cdclake.identity import spark_table_name
     from cdclake.quality import validate_table as run_suite
 
@@ -358,9 +360,13 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     if SOFT_DELETE_COLUMN in df.columns:  # soft deletes: the suite and the row count see the live rows
         df = df.where(f"NOT coalesce({SOFT_DELETE_COLUMN}, false)")
     batch_id = batches[-1] if batches else ""
+    # The generated suite beyond key and row count (bookkeeping columns, column types) and the table's user suite,
+    # as in every other path (pipeline.validate_batch); freshness is checked below, against the config's SLA.
+    specs = dq_suites.merge(dq_suites.table_expectations(table_schema(spark, tid), freshness_sla=None),
+                            dq_suites.load_user_suite(suites_dir(), tid))
     summary = run_suite(df, table_id=tid, key_columns=key_columns_of(spark, tid),
                         expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
-                        batch_id=batch_id)
+                        batch_id=batch_id, extra_expectations=specs)
     failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()]
     stale_by_s = None
     if options.freshness_sla is not None:

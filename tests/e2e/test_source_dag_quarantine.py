@@ -75,6 +75,12 @@ def test_quarantine_holds_the_runs_batch_back_until_released(tmp_path: Path) -> 
     assert snapshot_only != everything
 
     assert first["state"] == "success" and first["xcom"]["validate_table[0]"]["status"] == "passed", first
+    # The per-source task runs the whole table suite: generated types and the user suite of public.customers
+    # (include/dq_suites/public.customers.yaml), not only key and row count.
+    first_expectations = {r["expectation"] for r in dq_results.read_rows(settings)
+                          if r["batch_id"] == "00000001" and r["table_id"] == TABLE}
+    assert {"expect_column_values_to_match_regex", "expect_column_values_to_be_of_type",
+            "expect_column_values_to_be_unique"} <= first_expectations, first_expectations
     # The failing run succeeds under quarantine, its batch held and its changes out of the table.
     assert second["state"] == "success", second["tasks"]
     assert second["tasks"]["validate_table[0]"] == "success" and second["tasks"]["mark_applied"] == "success"
