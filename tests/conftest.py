@@ -15,8 +15,6 @@ from cdclake.settings import LakeSettings
 
 pytest_plugins = ["tests.support.s3_server"]
 
-REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ second, MongoDB-like source (:class:`MongoEvent`) inserts, replaces, patches (``
 documents.
 
 Each encoder writes what one connector would have put on Kafka for those operations, following its format
-document in ``/work/shared/seeds`` field by field, as micro-batch files. The oracle (:func:`expected_tables`,
+document (``tests/fixtures/seeds``) field by field, as micro-batch files. The oracle (:func:`expected_tables`,
 :func:`expected_documents`) replays the *logical operations*, never the encoded messages, and renders the tables
 as ``cdclake dump`` prints them. Nothing here imports cdclake: the product is never compared with itself.
 

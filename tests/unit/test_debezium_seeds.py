@@ -55,9 +55,9 @@ from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, staging_dir
 from cdclake.pipeline import NormalizeResult
+from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium"
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 QUARANTINE = "lake.cdclake_meta.quarantine"
 CUSTOMER_ROW = StructType([
     StructField("id", IntegerType()),

@@ -24,9 +24,9 @@ from pyspark.sql import functions as F
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, staging_dir
+from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 QUARANTINE = "lake.cdclake_meta.quarantine"
 UTC = dt.timezone.utc
 

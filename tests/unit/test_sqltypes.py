@@ -39,8 +39,8 @@ from pyspark.sql.types import (
 
 from cdclake.exceptions import ConfigError
 from cdclake.formats.sqltypes import BARE_DECIMAL, BYTE_LIST_PATTERN, column_type, parse_type_text, spark_type
+from tests.support.seeds import SEEDS
 
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 UTC = dt.timezone.utc
 
