@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(default: CDCLAKE_KAFKA_GROUP_ID, else cdclake-<source>)")
     apply.add_argument("--max-records", type=int, metavar="N",
                        help="with --kafka: at most N offsets in this batch (default 1000000)")
+    apply.add_argument("--offset-reset", choices=("fail", "earliest"),
+                       help="with --kafka: when a partition's offsets went backwards (topic recreated), stop "
+                            "(fail, the default) or land it again from its first offset (earliest)")
     apply.add_argument("--lake", required=True, metavar="DIR", help="lake directory (created if missing)")
     apply.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
                        help="primary key: TABLE=COLS for a table (over the stream's key), COLS for tables whose "
@@ -128,11 +131,12 @@ def _apply(args: argparse.Namespace) -> int:
             raise ConfigError("--kafka needs exactly one of --topics T1[,T2...] or --topic-pattern REGEX")
         source = KafkaSource.from_config(args.kafka, topics=args.topics, pattern=args.topic_pattern,
                                          group_id=args.group or os.environ.get("CDCLAKE_KAFKA_GROUP_ID")
-                                         or f"cdclake-{args.source}", max_batch_records=args.max_records)
+                                         or f"cdclake-{args.source}", max_batch_records=args.max_records,
+                                         offset_reset=args.offset_reset)
         landed = pipeline.next_kafka_batch(settings, source=args.source, kafka=source,
                                            spark=lambda: get_spark(settings))
     else:
-        for flag in ("topics", "topic_pattern", "group", "max_records"):
+        for flag in ("topics", "topic_pattern", "group", "max_records", "offset_reset"):
             if getattr(args, flag) is not None:
                 raise ConfigError(f"--{flag.replace('_', '-')} only applies with --kafka")
         landed = pipeline.land_inputs(settings, source=args.source, inputs=args.input, framing=args.framing)

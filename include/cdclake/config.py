@@ -15,6 +15,7 @@ optional)::
       max_records: 100000
       security: {security.protocol: SASL_SSL, sasl.password: env:SHOP_KAFKA_PASSWORD}
       max_lag: 50000                 # data-quality threshold of the offsets not landed yet after a run
+      offset_reset: fail             # offsets went backwards (topic recreated): fail | earliest
     tables:
       include: ["public.*"]          # globs over namespace.table; default everything
       exclude: ["public.audit_*"]
@@ -99,6 +100,8 @@ class KafkaConfig(_Model):
             values ``env:VAR`` are read from the environment when used, and secret settings must use that form.
         max_lag: The data-quality threshold of the lag (offsets on the topics not landed yet, summed over the
             partitions) after a run lands; above it the ``kafka_lag`` result is ``warned``. None: recorded only.
+        offset_reset: When a partition's offsets went backwards (the topic was recreated): ``fail`` (the landing
+            stops and names the partitions) or ``earliest`` (land them again from their first offset).
     """
 
     bootstrap: str = Field(min_length=1)
@@ -108,6 +111,7 @@ class KafkaConfig(_Model):
     max_records: int = Field(default=100_000, gt=0)
     security: dict[str, str] = Field(default_factory=dict)
     max_lag: int | None = Field(default=None, ge=0)
+    offset_reset: Literal["fail", "earliest"] = "fail"
 
     @model_validator(mode="after")
     def _topics_or_pattern(self) -> "KafkaConfig":
@@ -160,7 +164,7 @@ class KafkaConfig(_Model):
 
         return KafkaSource.from_config(self.bootstrap, topics=self.topics, pattern=self.pattern, group_id=self.group,
                                        max_batch_records=self.max_records, client_config=self.resolved_security(env),
-                                       env=env)
+                                       offset_reset=self.offset_reset, env=env)
 
 
 class MaintenanceOptions(_Model):

@@ -35,6 +35,14 @@ stable offset (``isolation.level=read_committed``) and fails after ``timeout_s``
 incomplete and the next run re-reads it. Offsets deleted by retention before they were landed are logged and listed
 in the manifest (``lost_to_retention``); a planned range whose offsets are deleted before it is read fails the run.
 
+Offsets that go backwards: when the lake has landed a partition further than the broker's high watermark, the topic
+was deleted and recreated (or the partition lost records to an unclean leader election). By default
+(``offset_reset="fail"``) the run stops before planning anything, naming the partitions and both offsets, so an
+operator decides; ``offset_reset="earliest"`` lands those partitions again from their low watermark and lists the
+reset in the manifest (``offset_resets``). Re-landing is safe for the tables: changes apply by source position,
+never by offset, so a change seen twice is a no-op. Not detectable from offsets alone: a topic recreated and
+refilled past the landed offset before the next run (its new offsets look like new records).
+
 Test hook: the environment variable ``CDCLAKE_FAULT`` makes the landing process SIGKILL itself at one point, so
 tests can crash it for real (never set it in production):
 
@@ -74,6 +82,7 @@ ENV_PREFIX = "CDCLAKE_KAFKA_"
 FAULT_ENV = "CDCLAKE_FAULT"
 FAULTS = ("after-manifest", "mid-files", "before-commit")
 FRAMING = "kafka"
+OFFSET_RESETS = ("fail", "earliest")
 DEFAULT_MAX_BATCH_RECORDS = 1_000_000
 _ORIGIN = "0" * 8  # the "previous batch" of a source's first Kafka batch
 _PASSTHROUGH = re.compile(r"^(security\.protocol|sasl\..+|ssl\..+)$")
@@ -81,6 +90,10 @@ _PASSTHROUGH = re.compile(r"^(security\.protocol|sasl\..+|ssl\..+)$")
 
 class KafkaLandingError(StorageError):
     """The broker did not deliver a planned offset range (deleted by retention, unreachable, timed out)."""
+
+
+class OffsetRegressionError(InputError):
+    """The lake landed a partition beyond its current high watermark: the topic was recreated or lost records."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,9 @@ class KafkaSource:
         client_config: Security settings passed to the client as they are: ``security.protocol``, ``sasl.*``,
             ``ssl.*``. Not written to the raw zone or logs.
         timeout_s: How long a read may wait for the broker without progress before it fails.
+        offset_reset: What to do when a partition's high watermark is below the offset the lake landed up to
+            (the topic was recreated): ``fail`` (default; the run stops and says so) or ``earliest`` (land the
+            partition again from its low watermark, recorded in the manifest).
     """
 
     bootstrap: str
@@ -105,6 +121,7 @@ class KafkaSource:
     max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS
     client_config: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout_s: float = 60.0
+    offset_reset: str = "fail"
 
     def __post_init__(self) -> None:
         if not self.bootstrap or not self.bootstrap.strip():
@@ -121,6 +138,8 @@ class KafkaSource:
             raise ConfigError(f"kafka topics {list(self.topics)!r} contain an empty name")
         if self.max_batch_records < 1:
             raise ConfigError(f"kafka max_batch_records={self.max_batch_records}: must be at least 1")
+        if self.offset_reset not in OFFSET_RESETS:
+            raise ConfigError(f"kafka offset_reset={self.offset_reset!r}: expected one of {', '.join(OFFSET_RESETS)}")
         for key in self.client_config:
             if not _PASSTHROUGH.match(key):
                 raise ConfigError(f"kafka client setting {key!r} is not passed through: only security.protocol, "
@@ -129,7 +148,7 @@ class KafkaSource:
     @classmethod
     def from_config(cls, bootstrap: str, *, topics: Iterable[str] | str | None = None, pattern: str | None = None,
                     group_id: str | None = None, max_batch_records: int | None = None,
-                    client_config: Mapping[str, Any] | None = None,
+                    client_config: Mapping[str, Any] | None = None, offset_reset: str | None = None,
                     env: Mapping[str, str] | None = None) -> "KafkaSource":
         """Build a source from config values (a source YAML, CLI flags, an Airflow connection's extras).
 
@@ -145,6 +164,7 @@ class KafkaSource:
             group_id: Consumer group (default ``cdclake``).
             max_batch_records: Cap on the offsets of one batch.
             client_config: Security settings (``security.protocol``, ``sasl.*``, ``ssl.*``).
+            offset_reset: ``fail`` (default) or ``earliest``, for partitions whose offsets went backwards.
             env: Environment to read (default ``os.environ``).
 
         Raises:
@@ -166,7 +186,7 @@ class KafkaSource:
             raise ConfigError(f"{ENV_PREFIX}MAX_BATCH_RECORDS={raw_max!r} is not an integer") from exc
         return cls(bootstrap=bootstrap, topics=tuple(topics or ()), pattern=pattern,
                    group_id=group_id or env.get(f"{ENV_PREFIX}GROUP_ID") or "cdclake",
-                   max_batch_records=limit, client_config=config)
+                   max_batch_records=limit, client_config=config, offset_reset=offset_reset or "fail")
 
     def consumer_config(self) -> dict[str, Any]:
         """confluent-kafka consumer settings: cdclake's own, plus the security passthrough."""
@@ -336,34 +356,67 @@ Planned = tuple[str, int, int, int, int]
 """(topic, partition, start, end, high watermark) of one planned range."""
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A batch's plan.
+
+    Attributes:
+        planned: ``(topic, partition, start, end, high watermark)`` per partition with new offsets, in
+            topic/partition order.
+        lost: Offsets deleted by retention before they were landed, as ``{topic, partition, start, end}``.
+        resets: Partitions landed again from their low watermark because their offsets went backwards, as
+            ``{topic, partition, landed, low, high}`` (``landed``: the next offset the lake had).
+    """
+
+    planned: list[Planned]
+    lost: list[dict[str, Any]]
+    resets: list[dict[str, Any]]
+
+
 def plan_ranges(source: KafkaSource, marks: dict[tuple[str, int], tuple[int, int]],
-                landed: dict[tuple[str, int], int]) -> tuple[list[Planned], list[dict[str, Any]]]:
+                landed: dict[tuple[str, int], int]) -> Plan:
     """Plan a batch's ranges from the landed offsets to the high watermarks, capped by the batch size.
 
     Args:
-        source: The Kafka source (for the cap).
+        source: The Kafka source (for the cap and the offset-reset policy).
         marks: (low, high) watermarks per partition (:func:`watermarks`).
         landed: Next offset to land per partition, from the manifests.
 
-    Returns:
-        (``(topic, partition, start, end, high watermark)`` per partition with new offsets, in topic/partition
-        order; offsets lost to retention before they were landed, as ``{topic, partition, start, end}``).
+    Raises:
+        OffsetRegressionError: A partition's high watermark is below the landed offset and the source's
+            ``offset_reset`` is ``fail``.
     """
     wanted: list[tuple[str, int, int, int]] = []
     lost: list[dict[str, Any]] = []
+    resets: list[dict[str, Any]] = []
     for (topic, partition), (low, high) in sorted(marks.items()):
         start = landed.get((topic, partition), low)
-        if start < low:
+        if start > high:
+            resets.append({"topic": topic, "partition": partition, "landed": start, "low": low, "high": high})
+            start = low
+        elif start < low:
             log.warning("%s/%d: offsets %d..%d were deleted by retention before they were landed",
                         topic, partition, start, low - 1)
             lost.append({"topic": topic, "partition": partition, "start": start, "end": low})
             start = low
         if high > start:
             wanted.append((topic, partition, start, high))
+    if resets and source.offset_reset == "fail":
+        where = "; ".join(f"{r['topic']}/{r['partition']}: landed up to offset {r['landed'] - 1}, high watermark "
+                          f"{r['high']}" for r in resets)
+        raise OffsetRegressionError(
+            f"kafka {source.bootstrap}: offsets went backwards ({where}). The topic was deleted and recreated, or "
+            "the partition lost records. Nothing was landed. To land these partitions again from their earliest "
+            "offset, set kafka.offset_reset: earliest in the source config (cdclake apply: --offset-reset "
+            "earliest); changes apply by source position, so records seen before are no-ops.")
+    for r in resets:
+        log.warning("%s/%d: the lake landed up to offset %d but the high watermark is %d (topic recreated?): "
+                    "landing it again from offset %d (offset_reset=earliest)", r["topic"], r["partition"],
+                    r["landed"] - 1, r["high"], r["low"])
     takes = _cap([high - start for _, _, start, high in wanted], source.max_batch_records)
     planned = [(topic, partition, start, start + take, high)
                for (topic, partition, start, high), take in zip(wanted, takes) if take > 0]
-    return planned, lost
+    return Plan(planned, lost, resets)
 
 
 def _offset_ranges(batch_id: str, planned: list[Planned]) -> list[OffsetRange]:
@@ -372,7 +425,7 @@ def _offset_ranges(batch_id: str, planned: list[Planned]) -> list[OffsetRange]:
 
 
 def _manifest(batch_id: str, source_name: str, source: KafkaSource, previous: dict[str, Any] | None,
-              ranges: list[OffsetRange], lost: list[dict[str, Any]]) -> dict[str, Any]:
+              ranges: list[OffsetRange], plan: Plan) -> dict[str, Any]:
     offsets: dict[str, dict[str, int]] = {}
     for (topic, partition), nxt in sorted(landed_offsets(previous).items()):
         offsets.setdefault(topic, {})[str(partition)] = nxt
@@ -407,7 +460,8 @@ def _manifest(batch_id: str, source_name: str, source: KafkaSource, previous: di
             "previous_batch": previous["batch_id"] if previous else None,
             "ranges": [r.to_dict() for r in ranges],
             "offsets": offsets,
-            "lost_to_retention": lost,
+            "lost_to_retention": plan.lost,
+            "offset_resets": plan.resets,
         },
         "cdclake_version": __version__,
     }
@@ -669,8 +723,8 @@ def _land(settings: LakeSettings, store: ObjectStore, source: str, kafka: KafkaS
         if adopted is not None and store.exists(f"manifests/{adopted}.json"):
             continue  # another lander committed the successor meanwhile: start over from it
         marks = watermarks(kafka, consumer)
-        planned, lost = plan_ranges(kafka, marks, landed)
-        if not planned:
+        plan = plan_ranges(kafka, marks, landed)
+        if not plan.planned:
             log.info("source %r: no new offsets on %d partition(s)", source, len(marks))
             _commit(kafka, consumer, landed)
             return KafkaLanding(None, False, lag=_log_lag(_lag(marks, landed)))
@@ -685,7 +739,7 @@ def _land(settings: LakeSettings, store: ObjectStore, source: str, kafka: KafkaS
                     break
             if not store.write_bytes(token, batch_id.encode(), if_absent=True):
                 continue
-        manifest = _manifest(batch_id, source, kafka, previous, _offset_ranges(batch_id, planned), lost)
+        manifest = _manifest(batch_id, source, kafka, previous, _offset_ranges(batch_id, plan.planned), plan)
         key = f"manifests/{batch_id}.json"
         if not store.write_bytes(key, json.dumps(manifest, indent=2).encode("utf-8"), if_absent=True):
             manifest, resumed = json.loads(store.read_bytes(key)), True  # a racing lander's plan wins

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdclake.exceptions import ConfigError
-from cdclake.kafka import KafkaSource, _cap, plan_ranges, raw_line, read_range
+from cdclake.kafka import KafkaSource, OffsetRegressionError, _cap, plan_ranges, raw_line, read_range
 from cdclake.landing import _record
 from cdclake.settings import LakeSettings
 from tests.support import kafka_broker as broker_support
@@ -56,9 +56,25 @@ def test_cap_splits_the_batch_size_fairly(lags, limit, expected) -> None:
 def test_plan_starts_after_the_landed_offsets_and_reports_retention_gaps() -> None:
     source = KafkaSource("b:1", topics=("t",), max_batch_records=100)
     marks = {("t", 0): (0, 10), ("t", 1): (5, 8), ("t", 2): (0, 4), ("u", 0): (2, 6)}
-    planned, lost = plan_ranges(source, marks, {("t", 0): 7, ("t", 1): 3, ("t", 2): 4})
-    assert planned == [("t", 0, 7, 10, 10), ("t", 1, 5, 8, 8), ("u", 0, 2, 6, 6)]
-    assert lost == [{"topic": "t", "partition": 1, "start": 3, "end": 5}]
+    plan = plan_ranges(source, marks, {("t", 0): 7, ("t", 1): 3, ("t", 2): 4})
+    assert plan.planned == [("t", 0, 7, 10, 10), ("t", 1, 5, 8, 8), ("u", 0, 2, 6, 6)]
+    assert plan.lost == [{"topic": "t", "partition": 1, "start": 3, "end": 5}] and plan.resets == []
+
+
+def test_offsets_that_went_backwards_stop_the_plan_and_name_the_partition() -> None:
+    source = KafkaSource("b:1", topics=("t",))
+    # Partition 1 was landed up to offset 49 but its high watermark is now 3: the topic was recreated.
+    marks = {("t", 0): (0, 10), ("t", 1): (0, 3)}
+    with pytest.raises(OffsetRegressionError, match=r"t/1: landed up to offset 49, high watermark 3.*"
+                                                     r"offset_reset: earliest"):
+        plan_ranges(source, marks, {("t", 0): 4, ("t", 1): 50})
+
+
+def test_offset_reset_earliest_lands_a_recreated_partition_again_from_its_low_watermark() -> None:
+    source = KafkaSource("b:1", topics=("t",), offset_reset="earliest")
+    plan = plan_ranges(source, {("t", 0): (0, 10), ("t", 1): (1, 3)}, {("t", 0): 4, ("t", 1): 50})
+    assert plan.planned == [("t", 0, 4, 10, 10), ("t", 1, 1, 3, 3)]
+    assert plan.resets == [{"topic": "t", "partition": 1, "landed": 50, "low": 1, "high": 3}]
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -68,6 +84,7 @@ def test_plan_starts_after_the_landed_offsets_and_reports_retention_gaps() -> No
     ({"topics": "a", "max_batch_records": 0}, "at least 1"),
     ({"topics": "a", "client_config": {"bootstrap.servers": "x"}}, "'bootstrap.servers' is not passed through"),
     ({"topics": "a", "env": {"CDCLAKE_KAFKA_MAX_BATCH_RECORDS": "many"}}, "is not an integer"),
+    ({"topics": "a", "offset_reset": "latest"}, "expected one of fail, earliest"),
 ])
 def test_config_errors_name_the_setting(kwargs, message) -> None:
     kwargs.setdefault("env", {})
@@ -175,6 +192,37 @@ def test_an_unreadable_range_fails_with_one_clear_error_and_stays_incomplete(kaf
     with pytest.raises(KafkaLandingError, match=r"1 of 1 offset range\(s\) could not be read .*unit.gone/0"):
         land_kafka(session_lake, source="unit-gone", kafka=source, spark=spark)
     assert not store.exists("kafka/complete/00000001.json")
+
+
+def test_a_recreated_topic_stops_the_landing_unless_offset_reset_is_earliest(kafka_broker: Broker, spark,
+                                                                             session_lake: LakeSettings) -> None:
+    from cdclake.kafka import land_kafka
+    from cdclake.landing import raw_store
+
+    kafka_broker.create_topics({"unit.recreated": 1})
+    kafka_broker.produce([("unit.recreated", b"k%d" % i, b"v%d" % i, None) for i in range(5)])
+    store = raw_store(session_lake, "unit-recreated")
+    # The lake landed 40 offsets of the topic's earlier incarnation, completely.
+    store.write_bytes("claims/00000001", b"")
+    store.write_bytes("kafka/successor/00000000", b"00000001")
+    store.write_bytes("manifests/00000001.json", json.dumps({
+        "batch_id": "00000001", "source": "unit-recreated", "message_count": 40, "files": [],
+        "kafka": {"ranges": [], "offsets": {"unit.recreated": {"0": 40}}}}).encode())
+    store.write_bytes("kafka/complete/00000001.json", b"{}")
+    strict = KafkaSource(kafka_broker.bootstrap, topics=("unit.recreated",), group_id="unit-recreated")
+    with pytest.raises(OffsetRegressionError, match=r"unit.recreated/0: landed up to offset 39, high watermark 5"):
+        land_kafka(session_lake, source="unit-recreated", kafka=strict, spark=lambda: pytest.fail("no Spark"))
+    assert not store.exists("manifests/00000002.json")
+
+    lenient = KafkaSource(kafka_broker.bootstrap, topics=("unit.recreated",), group_id="unit-recreated",
+                          offset_reset="earliest")
+    landed = land_kafka(session_lake, source="unit-recreated", kafka=lenient, spark=spark)
+    assert (landed.batch_id, landed.message_count) == ("00000002", 5)
+    manifest = json.loads(store.read_bytes("manifests/00000002.json"))
+    assert manifest["kafka"]["offset_resets"] == [{"topic": "unit.recreated", "partition": 0, "landed": 40,
+                                                   "low": 0, "high": 5}]
+    assert manifest["kafka"]["offsets"] == {"unit.recreated": {"0": 5}}
+    assert land_kafka(session_lake, source="unit-recreated", kafka=strict, spark=spark).batch_id is None
 
 
 def test_demo_stream_produced_to_topics_keeps_every_message(kafka_broker: Broker) -> None:
