@@ -30,6 +30,14 @@ step is idempotent, so a crash anywhere followed by a re-run gives the table a c
 
 Target rows carry bookkeeping columns: ``_cdc_position``, ``_cdc_op``, ``_cdc_source_ts``, ``_cdc_batch_id``,
 ``_cdc_applied_at`` (and ``_cdc_is_deleted`` in soft mode).
+
+Document fields: a table with a JSON ``document`` column (MongoDB collections) can keep top-level fields as typed
+columns too (``ApplyOptions.document_fields``). They are computed from the final document of each change (after
+``$set``/``$unset`` patches are folded), so they always agree with it; a field that is missing or does not cast to
+the column's type is null there (the document keeps the value; uncastable values are counted in the log). A field
+configured on a table that already has rows is filled from the stored documents once (one ``UPDATE``), and the
+table property ``cdclake.document-fields`` records which fields are filled, so a crash in between is repaired by the
+next run.
 """
 
 from __future__ import annotations
@@ -40,7 +48,10 @@ from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import (
+    BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType,
+    StructField, StructType, TimestampType,
+)
 
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
@@ -68,6 +79,12 @@ DELETE_MODE_PROPERTY = "cdclake.delete-mode"
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
 """``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""
 COMMIT_ATTEMPTS = 5
+DOCUMENT_FIELDS_PROPERTY = "cdclake.document-fields"
+"""Table property: the exposed document fields already filled from the stored documents (comma-separated)."""
+_SIMPLE_TYPES: dict[str, DataType] = {
+    "string": StringType(), "boolean": BooleanType(), "int": IntegerType(), "bigint": LongType(),
+    "double": DoubleType(), "float": FloatType(), "date": DateType(), "timestamp": TimestampType(),
+}
 
 
 def _q(name: str) -> str:
@@ -165,6 +182,48 @@ def flatten(changes: DataFrame, key: Sequence[str], columns: Sequence[StructFiel
         F.coalesce(F.col("unavailable"), F.array().cast("array<string>")).alias("_unavailable"),
         (F.col("patch") if "patch" in changes.columns else F.lit(None).cast("string")).alias("_patch"),
     )
+
+
+def document_field_columns(options: ApplyOptions) -> list[StructField]:
+    """The typed columns of the options' exposed document fields."""
+    out = []
+    for name, type_name in options.document_fields:
+        if type_name.startswith("decimal("):
+            precision, scale = (int(x) for x in type_name[len("decimal("):-1].split(","))
+            out.append(StructField(name, DecimalType(precision, scale)))
+        else:
+            out.append(StructField(name, _SIMPLE_TYPES[type_name]))
+    return out
+
+
+def document_field_value(field: StructField) -> Column:
+    """A document field's value, from the row's ``document`` JSON text, cast to its column's type."""
+    raw = F.get_json_object(F.col(docpatch.PATCH_COLUMN), f"$['{field.name}']")
+    return raw.cast(field.dataType)
+
+
+def _uncastable(field: StructField) -> Column:
+    raw = F.get_json_object(F.col(docpatch.PATCH_COLUMN), f"$['{field.name}']")
+    return F.count_if(raw.isNotNull() & document_field_value(field).isNull())
+
+
+def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[StructField]) -> None:
+    """Fill exposed document fields not yet filled from the table's stored documents (idempotent)."""
+    name = spark_table_name(tid)
+    filled = [f for f in table_properties(spark, tid).get(DOCUMENT_FIELDS_PROPERTY, "").split(",") if f]
+    missing = [f for f in fields if f.name not in filled]
+    if not missing:
+        return
+    stored = spark.table(name).where(F.col(docpatch.PATCH_COLUMN).isNotNull())
+    if stored.limit(1).count():
+        assignments = ", ".join(
+            f"{_q(f.name)} = CAST(get_json_object({docpatch.PATCH_COLUMN}, '$[\\'{f.name}\\']') AS "
+            f"{f.dataType.simpleString()})" for f in missing)
+        spark.sql(f"UPDATE {name} SET {assignments} WHERE {docpatch.PATCH_COLUMN} IS NOT NULL")
+        log.info("table %s: filled document field(s) %s from the stored documents", tid,
+                 ", ".join(f.name for f in missing))
+    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{DOCUMENT_FIELDS_PROPERTY}'="
+              f"'{','.join([*filled, *(f.name for f in missing)])}')")
 
 
 def fold_patches(flat: DataFrame, stored: DataFrame, key: Sequence[str]) -> DataFrame:
@@ -478,7 +537,12 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     name = spark_table_name(tid)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
-    types = _ensure_table(spark, tid, after_type.fields, key, options)
+    exposed = document_field_columns(options)
+    if exposed and docpatch.PATCH_COLUMN not in after_type.fieldNames():
+        log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
+                    "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
+        exposed = []
+    types = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
@@ -503,6 +567,16 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     flat = flatten(changes.where(F.col("op") != "t"), key, [f for f in columns if f.name in value_columns])
     if stats["patches"]:
         flat = fold_patches(flat, spark.table(name), key).withColumn(SOFT_DELETE_COLUMN, F.col("_cdc_op") == "d")
+    if exposed:
+        with commit_properties(spark, props):
+            _fill_document_fields(spark, tid, exposed)
+        flat = flat.withColumns({f.name: document_field_value(f) for f in exposed})
+        bad = flat.agg(*[_uncastable(f).alias(f.name) for f in exposed]).first()
+        for f in exposed:
+            if bad[f.name]:
+                log.warning("table %s: %d change(s) have a %s field that does not cast to %s: the column is null "
+                            "there (the document keeps the value)", tid, bad[f.name], f.name,
+                            f.dataType.simpleString())
     flat = flat.withColumn("_key_json", F.to_json(F.struct(*key)))
 
     for attempt in range(1, COMMIT_ATTEMPTS + 1):

@@ -15,6 +15,36 @@ _PLURAL = re.compile(r"\b(year|month|day|hour)\(")
 SOFT_DELETE_COLUMN = "_cdc_is_deleted"
 """Soft-delete mode's flag column: the row was deleted at the source (it stays, as its own tombstone)."""
 
+DOCUMENT_FIELD_TYPES = ("string", "boolean", "int", "bigint", "double", "float", "date", "timestamp")
+"""Types a document field can be exposed as (and ``decimal(P,S)``)."""
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_RESERVED_FIELDS = ("document",)
+
+
+def document_field_type(name: str, type_name: str) -> str:
+    """The normalized Spark SQL type of an exposed document field.
+
+    Raises:
+        ConfigError: The name is not a plain column name (letters, digits, underscores, starting with a letter,
+            not ``document``) or the type is not one of :data:`DOCUMENT_FIELD_TYPES` / ``decimal(P,S)``.
+    """
+    if not _FIELD_NAME.match(name) or name in _RESERVED_FIELDS:
+        raise ConfigError(f"document field {name!r}: expected a top-level field name of letters, digits and "
+                          "underscores starting with a letter (and not 'document')")
+    normalized = "bigint" if type_name.strip().lower() == "long" else type_name.strip().lower()
+    decimal = _DECIMAL.match(normalized)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        if not 0 < precision <= 38 or scale > precision:
+            raise ConfigError(f"document field {name!r}: {type_name!r} needs 0 < precision <= 38 and scale <= "
+                              "precision")
+        return f"decimal({precision},{scale})"
+    if normalized not in DOCUMENT_FIELD_TYPES:
+        raise ConfigError(f"document field {name!r}: type {type_name!r} is not one of "
+                          f"{', '.join(DOCUMENT_FIELD_TYPES)}, decimal(P,S)")
+    return normalized
+
 
 @dataclass(frozen=True)
 class ApplyOptions:
@@ -29,6 +59,8 @@ class ApplyOptions:
         changelog: Append every non-stale change to the table's changelog table.
         history: Keep an SCD type 2 history table of the table's row versions (``valid_from``/``valid_to`` by
             source position and source timestamp; :func:`cdclake.apply.history_table_id`).
+        document_fields: For tables with a JSON ``document`` column (MongoDB collections): top-level fields also
+            kept as typed columns, as ``(name, Spark SQL type)`` pairs (:func:`document_field_type`).
     """
 
     delete_mode: str = "hard"
@@ -37,12 +69,15 @@ class ApplyOptions:
     reconcile_snapshots: bool = True
     changelog: bool = True
     history: bool = False
+    document_fields: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.delete_mode not in ("hard", "soft"):
             raise ConfigError(f"delete_mode must be 'hard' or 'soft', not {self.delete_mode!r}")
         if self.write_mode not in ("merge-on-read", "copy-on-write"):
             raise ConfigError(f"write_mode must be 'merge-on-read' or 'copy-on-write', not {self.write_mode!r}")
+        object.__setattr__(self, "document_fields",
+                           tuple((name, document_field_type(name, t)) for name, t in self.document_fields))
 
     @property
     def soft(self) -> bool:

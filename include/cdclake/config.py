@@ -24,6 +24,7 @@ optional)::
       delete_mode: hard
     overrides:                       # per table (namespace.table or a glob), over the defaults; first match wins
       public.orders: {key: [order_id, line_no], write_mode: copy-on-write}
+      shop.products: {document_fields: {sku: string, qty: bigint}}   # MongoDB: fields as typed columns too
 
 Errors are :class:`~cdclake.exceptions.SourceConfigError` naming the file, the line and the dotted field path.
 Secrets never live in these files: a security setting whose name says it is a secret must reference the
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cdclake.exceptions import SourceConfigError
+from cdclake.exceptions import ConfigError, SourceConfigError
 
 if TYPE_CHECKING:
     from cdclake.apply_options import ApplyOptions
@@ -214,6 +215,9 @@ class TableOptions(_Model):
         write_mode: ``merge-on-read`` (position deletes, cheap writes) or ``copy-on-write``.
         ddl_policy: DDL events: ``evolve`` the table, ``ignore`` them, or ``fail`` (hold the table's changes).
         history: Keep an SCD type 2 history table (``cdclake_history.<namespace>__<table>``).
+        document_fields: MongoDB collections (a JSON ``document`` column): top-level fields also kept as typed
+            columns, ``{field: type}`` (string, boolean, int, bigint, double, float, date, timestamp,
+            decimal(P,S)) or a list of fields kept as strings.
         dq_policy: A failed expectation ``fail``s the run, only ``warn``s, or ``quarantine``s the batch's changes.
         freshness_sla: Newest change older than this (by source time) is a freshness failure; None: no check.
         maintenance: Thresholds of the maintenance DAG.
@@ -225,6 +229,7 @@ class TableOptions(_Model):
     write_mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
     ddl_policy: Literal["evolve", "ignore", "fail"] = "evolve"
     history: bool = False
+    document_fields: dict[str, str] = Field(default_factory=dict)
     dq_policy: Literal["fail", "warn", "quarantine"] = "fail"
     freshness_sla: timedelta | None = None
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
@@ -234,7 +239,22 @@ class TableOptions(_Model):
         from cdclake.apply_options import ApplyOptions
 
         return ApplyOptions(delete_mode=self.delete_mode, write_mode=self.write_mode,
-                            partition=tuple(self.partition_spec), history=self.history)
+                            partition=tuple(self.partition_spec), history=self.history,
+                            document_fields=tuple(self.document_fields.items()))
+
+    @field_validator("document_fields", mode="before")
+    @classmethod
+    def _document_fields(cls, value: Any) -> dict[str, str]:
+        from cdclake.apply_options import document_field_type
+
+        if isinstance(value, (list, tuple)):
+            value = {str(name): "string" for name in value}
+        if not isinstance(value, dict):
+            raise ValueError("expected {field: type} or a list of fields")
+        try:
+            return {str(name): document_field_type(str(name), str(t)) for name, t in value.items()}
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("key")
     @classmethod

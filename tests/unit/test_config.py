@@ -162,6 +162,12 @@ ERRORS = [
     ("kafka_max_lag", VALID.format(name="kafka_max_lag")
      + "kafka: {bootstrap: b, topics: [t], group: g, max_lag: -1}\n",
      ["kafka_max_lag.yaml:4:", "field kafka.max_lag", "greater than or equal to 0"]),
+    ("kafka_offset_reset", VALID.format(name="kafka_offset_reset")
+     + "kafka: {bootstrap: b, topics: [t], group: g, offset_reset: latest}\n",
+     ["field kafka.offset_reset", "'fail' or 'earliest'"]),
+    ("bad_document_field", VALID.format(name="bad_document_field")
+     + "overrides:\n  m.things: {document_fields: {qty: map}}\n",
+     ["bad_document_field.yaml:5:", "field overrides", "document field 'qty': type 'map' is not one of"]),
     ("bad_maintenance", VALID.format(name="bad_maintenance") + "defaults:\n  maintenance: {retain_last: 0}\n",
      ["field defaults.maintenance.retain_last", "greater than or equal to 1"]),
     ("not_yaml", "name: [unclosed\n", ["not_yaml.yaml:2:", "not valid YAML"]),
