@@ -42,6 +42,7 @@ next run.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from typing import Sequence
@@ -441,7 +442,8 @@ def history_table_id(tid: str) -> str:
 
 
 def history_changes(classified: DataFrame, stored: DataFrame, key: Sequence[str], value_columns: Sequence[str],
-                    *, open_versions: DataFrame, cut: str | None) -> DataFrame:
+                    *, open_versions: DataFrame, cut: str | None,
+                    cut_ts: dt.datetime | None = None) -> DataFrame:
     """The batch's history rows (pure): versions to insert, and one closer per key whose open version ends.
 
     Args:
@@ -451,6 +453,7 @@ def history_changes(classified: DataFrame, stored: DataFrame, key: Sequence[str]
         value_columns: The other columns.
         open_versions: The history's open versions (key columns, ``_cdc_valid_from``).
         cut: The batch's cut, if it removes rows: it closes the open versions older than it.
+        cut_ts: The cut's source time (the truncate's, or the snapshot end's): the closed versions' end time.
 
     Returns:
         Rows with ``_kind`` (``version`` | ``close``), the key, values and history bookkeeping.
@@ -473,7 +476,7 @@ def history_changes(classified: DataFrame, stored: DataFrame, key: Sequence[str]
                                           F.col("_cdc_source_ts").alias("ts")).alias("_end"))
     if cut is not None:
         ends = ends.unionByName(open_versions.where(F.col("_cdc_valid_from") < F.lit(cut)).select(
-            *key, F.struct(F.lit(cut).alias("at"), F.lit(None).cast("timestamp").alias("ts")).alias("_end")))
+            *key, F.struct(F.lit(cut).alias("at"), F.lit(cut_ts).cast("timestamp").alias("ts")).alias("_end")))
     first_end = ends.groupBy(*key).agg(F.min("_end").alias("_end"))
     closers = first_end.select(
         F.lit("close").alias("_kind"), *key, *[F.lit(None).alias(c) for c in value_columns],
@@ -485,8 +488,8 @@ def history_changes(classified: DataFrame, stored: DataFrame, key: Sequence[str]
 
 
 def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns: Sequence[StructField],
-                   key: Sequence[str], value_columns: Sequence[str], *, cut: str | None, source: str,
-                   batch_id: str) -> None:
+                   key: Sequence[str], value_columns: Sequence[str], *, cut: str | None,
+                   cut_ts: dt.datetime | None, source: str, batch_id: str) -> None:
     """Close and open the batch's versions in the table's history, in one MERGE, unless this batch already did."""
     hid = history_table_id(tid)
     name = spark_table_name(hid)
@@ -496,7 +499,7 @@ def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns
     _side_table(spark, hid, columns, HISTORY_COLUMNS, key, "")
     history = spark.table(name)
     rows = history_changes(classified, spark.table(spark_table_name(tid)), key, value_columns,
-                           open_versions=history.where(F.col("_cdc_valid_to").isNull()), cut=cut)
+                           open_versions=history.where(F.col("_cdc_valid_to").isNull()), cut=cut, cut_ts=cut_ts)
     view = f"cdclake_hist_{abs(hash((tid, id(rows))))}"
     rows.createOrReplaceTempView(view)
     inserted = [*[f.name for f in columns], *(n for n, _ in HISTORY_COLUMNS)]
@@ -551,7 +554,9 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     ends_snapshot = F.col("snapshot").isin(*SNAPSHOT_END_MARKERS) if options.reconcile_snapshots else F.lit(False)
     stats = changes.agg(
         F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
+        F.max_by("source_ts", F.when(F.col("op") == "t", F.col("position"))).alias("truncate_ts"),
         F.max(F.when(ends_snapshot, F.concat(F.substring_index("position", "/", 1), F.lit("/")))).alias("snapshot"),
+        F.max_by("source_ts", F.when(ends_snapshot, F.col("position"))).alias("snapshot_ts"),
         F.count_if(has_patch).alias("patches"),
         F.count_if(F.size(F.coalesce("unavailable", F.array())) > 0).alias("partial"),
         F.max("position").alias("max_position"),
@@ -560,7 +565,9 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     ).first()
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
-    cut = max((p for p in (stats["truncate"], stats["snapshot"]) if p is not None), default=None)
+    cut, cut_ts = max(((p, ts) for p, ts in ((stats["truncate"], stats["truncate_ts"]),
+                                              (stats["snapshot"], stats["snapshot_ts"])) if p is not None),
+                      default=(None, None), key=lambda pair: pair[0])
     props = {"cdclake.source": source, "cdclake.batch-id": batch_id,
              "cdclake.max-position": stats["max_position"] or ""}
 
@@ -585,7 +592,7 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                 return _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
                                          value_columns=value_columns, options=options, cut=cut,
                                          partial=bool(stats["partial"]), source=source, batch_id=batch_id,
-                                         truncated_at=stats["truncate"])
+                                         truncated_at=stats["truncate"], cut_ts=cut_ts)
         except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
             if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
                 raise
@@ -598,7 +605,7 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
 def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
                       columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions,
                       cut: str | None, partial: bool, source: str, batch_id: str,
-                      truncated_at: str | None) -> TableCounts:
+                      truncated_at: str | None, cut_ts: dt.datetime | None = None) -> TableCounts:
     """Classify against the table as it is now, then changelog, cut, MERGE and tombstones (one attempt)."""
     soft = options.soft
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
@@ -619,8 +626,8 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             faults.point("apply:after-changelog")
         if options.history:
             cuts = cut if cut is not None and (previous is None or cut > previous) else None
-            _merge_history(spark, tid, classified, columns, key, value_columns, cut=cuts, source=source,
-                           batch_id=batch_id)
+            _merge_history(spark, tid, classified, columns, key, value_columns, cut=cuts, cut_ts=cut_ts,
+                           source=source, batch_id=batch_id)
             faults.point("apply:after-history")
         cut_rows = 0
         if cut is not None and (previous is None or cut > previous):

@@ -142,6 +142,10 @@ def _lake_versions(spark: Any, tid: str) -> dict[int, list[tuple[dict[str, Any],
         values = {"name": r["name"], "qty": r["qty"], "note": r["note"], EXTRA: r.asDict().get(EXTRA)}
         out.setdefault(r["id"], []).append((values, closed))
     assert all(r["_cdc_current"] == (r["_cdc_valid_to"] is None) for r in rows)
+    # Every version has its source times, closed ones (by a change, a delete or a cut) their end time too.
+    assert all(r["_cdc_valid_from_ts"] is not None for r in rows)
+    assert all((r["_cdc_valid_to"] is None) == (r["_cdc_valid_to_ts"] is None) for r in rows)
+    assert all(r["_cdc_valid_to_ts"] is None or r["_cdc_valid_from_ts"] <= r["_cdc_valid_to_ts"] for r in rows)
     return out
 
 
