@@ -8,7 +8,9 @@ Trigger it with the form; every field is explained there. Modes:
   order, never makes a table older; use it after a normalizer fix or to rebuild a table that was dropped.
 - **quarantine-replay**: re-run the source's quarantined messages (optionally those whose reason contains
   `reason`) through the current code as a new batch (`cdclake.pipeline.replay_quarantine`); what fails again is
-  quarantined again with its current reason.
+  quarantined again with its current reason. With `ddl_policy` evolve (or ignore) and reason `ddl_policy=fail`
+  it releases the tables a DDL statement stopped under `ddl_policy: fail`, applying the held statement and the
+  changes held behind it.
 - **resnapshot**: cdclake cannot make a database re-snapshot; the run fails with the steps for the source (e.g. a
   Debezium `execute-snapshot` signal). The new snapshot then arrives as ordinary batches of the ingestion DAG.
 """
@@ -67,6 +69,10 @@ _SOURCES = _source_names()
         "reason": Param("", type="string", title="Quarantine reason",
                         description="quarantine-replay only: replay messages whose reason contains this text "
                                     "(case-insensitive); empty: all of the source's quarantined messages."),
+        "ddl_policy": Param("", type="string", enum=["", "evolve", "ignore", "fail"], title="DDL policy",
+                            description="quarantine-replay only: the DDL policy the replayed messages are normalized "
+                                        "under; empty: the source config's. To release a table a DDL statement "
+                                        "stopped (reason ddl_policy=fail), replay with evolve or ignore."),
     },
 )
 def cdclake_replay() -> None:

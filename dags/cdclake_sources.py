@@ -21,7 +21,9 @@ A run covers one data interval:
    `cdclake.<name>.tables`, so DAGs can be scheduled on a table's Asset.
 4. **validate_table** (mapped likewise) runs the table's data-quality suite and freshness SLA under its
    `dq_policy` (fail, warn, quarantine).
-5. **mark_applied** records the batch as applied when every table is applied.
+5. **mark_applied** records the batch as applied when every table is applied. While a table of the source is
+   stopped by a DDL statement under `ddl_policy: fail` (its changes held in quarantine, `cdclake.ddl_stops`), it
+   then fails the run, naming the tables and how to release them; the other tables are applied.
 
 Options per table (key override, partition spec, delete/write mode, DDL/DQ policy, freshness SLA, maintenance
 thresholds) come from the same file; see `cdclake.config`. Spark runs inside the tasks by default; with
@@ -128,9 +130,14 @@ def build_dag(config: SourceConfig) -> Any:
 
         @task(task_id="mark_applied", trigger_rule="none_failed")
         def mark_applied(landed: dict[str, Any], applied: list[dict[str, Any]] | None) -> dict[str, Any]:
+            from airflow.sdk.exceptions import AirflowFailException
+
             from cdclake import source_tasks
 
-            return _call(source_tasks.mark_applied, source, landed["batches"], list(applied or []))
+            try:
+                return _call(source_tasks.mark_applied, source, landed["batches"], list(applied or []))
+            except source_tasks.DdlStoppedError as exc:  # retrying cannot release a stopped table
+                raise AirflowFailException(str(exc)) from exc
 
         landed = land_batch()
         if config.kafka is not None:

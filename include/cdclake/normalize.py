@@ -38,7 +38,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from cdclake import ddl_history, quarantine
+from cdclake import ddl_history, ddl_stops, quarantine
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
 from cdclake.evolution import incompatibility
 from cdclake.exceptions import SchemaError
@@ -452,11 +452,16 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
     first = slim.persist()
     parsed = first
     try:
-        parsed, ddl = _apply_ddl(spark, first, ddl_policies or DdlPolicies())
+        policies = ddl_policies or DdlPolicies()
+        parsed, ddl = _apply_ddl(spark, first, policies)
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
         parsed, ddl = _route_tables(parsed, ddl, history)
+        stops = ddl_stops.stopped(spark, source)
+        # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
+        held = {tid: stop.hold_reason() for tid, stop in stops.items()
+                if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
         typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
-                                                  {**refused, **ddl.stopped})
+                                                  {**held, **refused, **ddl.stopped})
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():
@@ -513,13 +518,18 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
                 skipped[reason] += n
             elif status == "ok" and tid in idle:
                 skipped[idle[tid]] += n
+        ddl_stops.record(spark, source,
+                         stops={tid: (batch_id, why) for tid, why in ddl.stopped.items() if tid not in stops},
+                         releases=[tid for tid in stops if tid in typings and policies.for_table(tid) != "fail"])
+        with_changes = {tid for (status, _, tid), n in counts.items() if status == "ok" and n}
+        stopped = {**{tid: why for tid, why in held.items() if tid in with_changes}, **ddl.stopped}
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns]}
                        for tid, t in typings.items()},
             "format": fmt,
         }, indent=2))
         result = NormalizeResult(source, batch_id, dict(sorted(staged.items())), quarantined, dict(skipped),
-                                 dict(sorted(ddl.stopped.items())))
+                                 dict(sorted(stopped.items())))
         log.info("normalized batch %s of %r: %s", batch_id, source, result.to_dict())
         return result
     finally:

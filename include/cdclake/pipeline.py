@@ -410,7 +410,8 @@ class ReplayResult:
 def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source: str | None = None,
                       reason: str | None = None, fmt: str | None = None,
                       keys: "KeySpec | None" = None,
-                      ddl_policies: "DdlPolicies | None" = None) -> list[ReplayResult]:
+                      ddl_policies: "DdlPolicies | None" = None,
+                      options_for: "Callable[[str], ApplyOptions] | None" = None) -> list[ReplayResult]:
     """Re-run quarantined messages through the current code (a fixed parser, a declared key, ...).
 
     The selected messages of each (source, format) are landed as a new batch of that source (``kcat -J`` framing,
@@ -426,6 +427,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
         fmt: Read them as this format instead of the one they were quarantined under.
         keys: Declared primary keys.
         ddl_policies: Each table's DDL policy (after a ``fail`` stop, the policy that now applies).
+        options_for: Each table's apply options (a source config's); default: cdclake's defaults.
     """
     import datetime as dt
 
@@ -459,7 +461,8 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
                                        files=[InputFile(uri, ("\n".join(lines) + "\n").encode("utf-8"))])
         normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys,
                                    ddl_policies=ddl_policies)
-        applied = apply_batch(spark, settings, source=src, batch_id=batch_id)
+        applied = apply_batch(spark, settings, source=src, batch_id=batch_id, options=None if options_for is None else
+                              {t: options_for(t) for t in staged_table_ids(settings, src, batch_id)})
         in_batches = ", ".join(f"'{sql_literal(b)}'" for b in batches)
         same_format = "" if fmt else f" AND format = '{sql_literal(group_fmt)}'"
         spark.sql(f"DELETE FROM {name} WHERE {condition} AND source = '{sql_literal(src)}' "

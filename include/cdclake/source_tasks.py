@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from cdclake.cluster import run_job, submit_conn_id
 from cdclake.config import SourceConfig, load_source, sources_dir
-from cdclake.exceptions import CdclakeError, SourceConfigError
+from cdclake.exceptions import CdclakeError, ConfigError, SourceConfigError
 from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
@@ -51,6 +51,10 @@ class TableValidationError(CdclakeError):
     def __init__(self, message: str, report: dict[str, Any]) -> None:
         super().__init__(message)
         self.report = report
+
+
+class DdlStoppedError(CdclakeError):
+    """Tables of the source are stopped by a DDL statement under ``ddl_policy: fail`` (:mod:`cdclake.ddl_stops`)."""
 
 
 def source_config(source: str) -> SourceConfig:
@@ -304,8 +308,12 @@ def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[
 
     Returns:
         ``{batch: {table: TableCounts dict}}``.
+
+    Raises:
+        DdlStoppedError: After marking, while a table of the source is stopped by a DDL statement under
+            ``ddl_policy: fail``: the run fails (every run does until the table is released), naming the tables.
     """
-    from cdclake import pipeline
+    from cdclake import ddl_stops, pipeline
     from cdclake.pipeline import ApplyResult, TableCounts
 
     settings = lake_settings()
@@ -315,6 +323,14 @@ def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[
         pipeline.mark_applied(settings, ApplyResult(source, batch_id, tables))
         out[batch_id] = {t: c.to_dict() for t, c in tables.items()}
         log.info("batch %s of %s applied to %d table(s)", batch_id, source, len(tables))
+    stops = ddl_stops.stopped_tables(settings, source)
+    if stops:
+        listed = "; ".join(f"{tid} (by batch {stop.batch_id}: {stop.reason})" for tid, stop in sorted(stops.items()))
+        raise DdlStoppedError(
+            f"source {source}: {len(stops)} table(s) stopped by a DDL statement under ddl_policy: fail, their changes "
+            f"held in quarantine: {listed}. The other tables were applied. After review, replay them with the "
+            f"cdclake_replay DAG (mode quarantine-replay, reason ddl_policy=fail, ddl_policy evolve) or `cdclake "
+            f"quarantine replay --lake LAKE --source {source} --reason ddl_policy=fail --ddl-policy evolve`")
     return out
 
 
@@ -471,7 +487,8 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
 
     Args:
         params: ``source``, ``mode``, ``tables`` (globs; empty: every table the source applies), ``batch_from``,
-            ``batch_to``, ``time_from``, ``time_to``, ``reason`` (quarantine-replay filter).
+            ``batch_to``, ``time_from``, ``time_to``, ``reason`` (quarantine-replay filter), ``ddl_policy``
+            (quarantine-replay: overrides the config's DDL policies; empty keeps them).
 
     Returns:
         ``{"mode", "source", "batches": {batch: {table: counts}}}`` for replay, ``{"mode", "source", "replays":
@@ -485,6 +502,7 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
 
     from cdclake import pipeline
     from cdclake.keys import KeySpec
+    from cdclake.schema_changes import DdlPolicies
 
     source = str(params.get("source") or "")
     mode = str(params.get("mode") or "")
@@ -500,9 +518,15 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
             "the snapshot then lands as ordinary batches, and its rows never override newer streamed changes. "
             "cdclake does not send source signals.")
     if mode == "quarantine-replay":
+        override = str(params.get("ddl_policy") or "")
+        try:
+            policies = DdlPolicies.parse([override]) if override else config.ddl_policies()
+        except ConfigError as exc:
+            raise SourceConfigError(f"param ddl_policy={override!r}: {exc}") from exc
         results = pipeline.replay_quarantine(_spark(settings), settings, source=source,
                                              reason=str(params.get("reason") or "") or None, keys=keys,
-                                             ddl_policies=config.ddl_policies())
+                                             ddl_policies=policies,
+                                             options_for=lambda t: config.table_options(t).apply_options())
         log.info("quarantine-replay of %s: %d group(s) replayed", source, len(results))
         return {"mode": mode, "source": source, "replays": [r.to_dict() for r in results]}
 

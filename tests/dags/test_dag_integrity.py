@@ -208,7 +208,8 @@ def test_cdclake_replay_is_manual_and_its_form_explains_every_field(dagbag: dict
     from cdclake.config import load_sources
 
     params = dagbag["dags"]["cdclake_replay"]["params"]
-    assert set(params) == {"source", "mode", "tables", "batch_from", "batch_to", "time_from", "time_to", "reason"}
+    assert set(params) == {"source", "mode", "tables", "batch_from", "batch_to", "time_from", "time_to", "reason",
+                           "ddl_policy"}
     assert all(p["description"] and p["schema"].get("title") for p in params.values()), params
     assert params["mode"]["schema"]["enum"] == ["replay", "resnapshot", "quarantine-replay"]
     assert params["source"]["schema"]["enum"] == sorted(load_sources())

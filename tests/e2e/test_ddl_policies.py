@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cdclake import pipeline
+from cdclake import ddl_stops, pipeline, source_tasks
 from cdclake.reader import dump_rows, list_tables
 from cdclake.schema_changes import DdlPolicies
 
@@ -158,22 +158,48 @@ def test_policy_matches_the_replay_and_a_replayed_batch_changes_nothing(spark, s
         assert [c for c in lake_rows(session_lake, f"{db}.items")[0]] == ["id", "title", "amount", "note"]
 
 
-def test_fail_holds_the_table_until_replayed_under_evolve(spark, session_lake, tmp_path) -> None:
+def test_fail_stops_the_table_and_holds_its_later_changes_until_replayed_under_evolve(spark, session_lake, tmp_path,
+                                                                                       monkeypatch) -> None:
     db = "ddl_fail"
     first = stream(db)[0]
     source = "ddl-fail"
-    normalized = run_batch(spark, session_lake, source, write(tmp_path / "1.json", first),
-                           DdlPolicies("evolve", {f"{db}.items": "fail"}))
+    policies = DdlPolicies("evolve", {f"{db}.items": "fail"})
+    normalized = run_batch(spark, session_lake, source, write(tmp_path / "1.json", first), policies)
     assert list(normalized.ddl_stopped) == [f"{db}.items"]
     assert "ddl_policy=fail" in normalized.ddl_stopped[f"{db}.items"]
     assert normalized.quarantined == 4  # the DDL statement and the table's three row messages (one two-row)
     tables = sorted(t for t in list_tables(session_lake) if t.startswith(f"{db}."))
     assert tables == [f"{db}.orders", f"{db}.tmp"]  # the other tables proceed
 
+    assert list(ddl_stops.stopped_tables(session_lake, source)) == [f"{db}.items"]
+    # The ingestion DAG's last task fails its runs while the table is stopped.
+    monkeypatch.setenv("CDCLAKE_LAKE", str(session_lake.root))
+    for name in ("CDCLAKE_CATALOG_URI", "CDCLAKE_RAW", "CDCLAKE_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(source_tasks.DdlStoppedError, match=rf"1 table\(s\) stopped .*{db}\.items \(by batch"):
+        source_tasks.mark_applied(source, [], [])
+
+    # A later batch, still under `fail`: the stopped table's changes are held behind the stop, the others apply.
+    later = [row_message(20, db, "items", "INSERT", [{"id": 4, "title": "d", "qty": 4, "note": "v"}]),
+             row_message(21, db, "orders", "INSERT", [{"id": 12, "item": 4}])]
+    normalized = run_batch(spark, session_lake, source, write(tmp_path / "2.json", later), policies)
+    assert list(normalized.ddl_stopped) == [f"{db}.items"] and normalized.ddl_stopped[f"{db}.items"].startswith(
+        f"held: {db}.items is stopped by a DDL statement of batch")
+    assert (normalized.tables, normalized.quarantined) == ({f"{db}.orders": 1}, 1)
+
     replayed = pipeline.replay_quarantine(spark, session_lake, source=source, reason="ddl_policy=fail",
                                           ddl_policies=DdlPolicies("evolve"))
-    assert sum(r.replayed for r in replayed) == 4
+    assert sum(r.replayed for r in replayed) == 5
+    assert ddl_stops.stopped_tables(session_lake, source) == {}  # released by the replay under evolve
+    assert source_tasks.mark_applied(source, [], []) == {}
+
+    # Released: the next batch applies the table, although its configured policy is still `fail`.
+    after = [row_message(22, db, "items", "UPDATE", [{"id": 4, "title": "d2", "qty": 4, "note": "v"}],
+                         [{"title": "d"}])]
+    normalized = run_batch(spark, session_lake, source, write(tmp_path / "3.json", after), policies)
+    assert (normalized.ddl_stopped, normalized.tables) == ({}, {f"{db}.items": 1})
     oracle = Oracle("evolve")
-    for message in first:
+    for message in [*first, *later, *after]:
         oracle.apply(message)
     assert lake_rows(session_lake, f"{db}.items") == oracle.rows("items")
+    assert lake_rows(session_lake, f"{db}.orders") == oracle.rows("orders")
