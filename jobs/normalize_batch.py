@@ -18,8 +18,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = job_parser("normalize_batch.py", __doc__)
     parser.add_argument("--batch-id", required=True, help="the landed batch")
     parser.add_argument("--format", dest="fmt", default="debezium", help="change-stream format (default: debezium)")
-    parser.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL]",
-                        help="primary key for a stream that carries none (repeatable)")
+    parser.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
+                        help="primary key: TABLE=COLS for a table (over the stream's key), COLS for tables whose "
+                             "stream carries none (repeatable)")
     parser.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
                         help="what DDL in the stream does to lake tables (default evolve; repeatable)")
     return parser.parse_args(argv)

@@ -285,6 +285,21 @@ def _quiet_great_expectations() -> None:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 
+OFFLINE_STYLES = "dq_docs.css"
+"""Package data: Data Docs styles that keep the pages readable when GE's CDN stylesheets cannot be reached."""
+
+
+def _install_offline_styles(plugins: Path) -> None:
+    """Put cdclake's stylesheet where GE takes a site's custom styles from (inlined into every page)."""
+    target = plugins / "custom_data_docs" / "styles" / "data_docs_custom_styles.css"
+    import importlib.resources
+
+    css = importlib.resources.files("cdclake").joinpath(OFFLINE_STYLES).read_text(encoding="utf-8")
+    if not target.exists() or target.read_text(encoding="utf-8") != css:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(css, encoding="utf-8")
+
+
 def _context(dq_root: Path) -> "AbstractDataContext":
     import great_expectations as gx
     from great_expectations.data_context.types.base import (
@@ -295,7 +310,10 @@ def _context(dq_root: Path) -> "AbstractDataContext":
 
     defaults = FilesystemStoreBackendDefaults(root_directory=str(dq_root / "gx"))
     defaults.data_docs_sites[DOCS_SITE_NAME]["show_how_to_buttons"] = False
+    plugins = dq_root / "gx" / "plugins"
+    _install_offline_styles(plugins)
     config = DataContextConfig(
+        plugins_directory=str(plugins),
         store_backend_defaults=defaults,
         analytics_enabled=False,
         progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),

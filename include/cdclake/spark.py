@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,6 +118,9 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
     if active is not None:
         return active
     settings.ensure_local_dirs()
+    # Python workers (UDF-free, but Kafka landing and RDD tasks run Python) use this interpreter, where cdclake
+    # and its dependencies are installed, not whatever "python3" is first on the PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDCLAKE_SPARK_MASTER", "local[*]"))
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

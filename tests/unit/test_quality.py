@@ -55,6 +55,8 @@ def test_clean_table_passes_and_writes_report_and_data_docs(spark, tmp_path, cap
 
     assert summary.data_docs_index == tmp_path / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     assert summary.data_docs_index.is_file()
+    # cdclake's offline styles are inlined into the pages (GE's own load from CDNs).
+    assert "cdclake offline styles" in summary.data_docs_index.read_text()
     assert summary.data_docs_page is not None and summary.data_docs_page.is_file()
     assert summary.data_docs_page.is_relative_to(tmp_path)
     assert "run-1" in summary.data_docs_page.parts
