@@ -15,6 +15,11 @@ from cdclake.settings import LakeSettings
 
 pytest_plugins = ["tests.support.s3_server"]
 
+# Spark for tests, in this process and in every cdclake subprocess a test starts (CLI, jobs, Airflow tasks):
+# two cores, few shuffle partitions (the data is small; cdclake's default of 8 only adds tasks), a 2 GB driver.
+os.environ.setdefault("CDCLAKE_SPARK_MASTER", "local[2]")
+os.environ.setdefault("CDCLAKE_SHUFFLE_PARTITIONS", "2")
+os.environ.setdefault("CDCLAKE_DRIVER_MEMORY", "2g")
 
 
 @pytest.fixture(scope="session")
@@ -27,9 +32,6 @@ def session_lake(tmp_path_factory: pytest.TempPathFactory) -> LakeSettings:
 @pytest.fixture(scope="session")
 def spark(session_lake: LakeSettings):
     """The test run's one SparkSession (``local[2]``, few shuffle partitions)."""
-    os.environ.setdefault("CDCLAKE_SPARK_MASTER", "local[2]")
-    os.environ.setdefault("CDCLAKE_SHUFFLE_PARTITIONS", "2")
-    os.environ.setdefault("CDCLAKE_DRIVER_MEMORY", "2g")
     from cdclake.spark import get_spark
 
     session = get_spark(session_lake, app_name="cdclake-tests")
