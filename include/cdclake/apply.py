@@ -558,6 +558,7 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
         F.max(F.when(ends_snapshot, F.concat(F.substring_index("position", "/", 1), F.lit("/")))).alias("snapshot"),
         F.max_by("source_ts", F.when(ends_snapshot, F.col("position"))).alias("snapshot_ts"),
         F.count_if(has_patch).alias("patches"),
+        F.count_if(F.col("op") == "d").alias("deletes"),
         F.count_if(F.size(F.coalesce("unavailable", F.array())) > 0).alias("partial"),
         F.max("position").alias("max_position"),
         F.first("source", ignorenulls=True).alias("source"),
@@ -592,7 +593,8 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                 return _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
                                          value_columns=value_columns, options=options, cut=cut,
                                          partial=bool(stats["partial"]), source=source, batch_id=batch_id,
-                                         truncated_at=stats["truncate"], cut_ts=cut_ts)
+                                         truncated_at=stats["truncate"], cut_ts=cut_ts,
+                                         upserts_only=not (stats["deletes"] or stats["patches"]))
         except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
             if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
                 raise
@@ -605,11 +607,16 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
 def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
                       columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions,
                       cut: str | None, partial: bool, source: str, batch_id: str,
-                      truncated_at: str | None, cut_ts: dt.datetime | None = None) -> TableCounts:
+                      truncated_at: str | None, cut_ts: dt.datetime | None = None,
+                      upserts_only: bool = False) -> TableCounts:
     """Classify against the table as it is now, then changelog, cut, MERGE and tombstones (one attempt)."""
     soft = options.soft
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
     previous = tombstones.watermark(spark, tid)
+    if (upserts_only and previous is None and not partial and not options.history
+            and _is_empty(spark.table(name)) and _is_empty(tombstones.of_table(spark, tid))):
+        return _bulk_load(spark, flat, tid=tid, name=name, key=key, columns=columns, value_columns=value_columns,
+                          options=options, source=source, batch_id=batch_id, cut=cut)
     watermark = max((p for p in (previous, cut) if p is not None), default=None)
     stored = spark.table(name)
     if cut is not None:
@@ -676,6 +683,42 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
         return result
     finally:
         classified.unpersist()
+
+
+def _is_empty(frame: DataFrame) -> bool:
+    return not frame.limit(1).count()
+
+
+def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
+               columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions, source: str,
+               batch_id: str, cut: str | None) -> TableCounts:
+    """Inserts and updates into an empty table that never had rows deleted or cut: every change classifies as an
+    insert, so the newest change per key is appended as it is (no classification, no MERGE). A cut in the batch (a
+    snapshot's end, a truncate) makes the changes at or below it stale and becomes the table's watermark.
+
+    A re-run after a crash finds the table non-empty (or still empty) and takes the regular path (or this one):
+    the same rows either way.
+    """
+    stale = 0
+    if cut is not None:
+        older = F.col("_cdc_position") <= F.lit(cut)
+        stale = flat.where(older).count()
+        flat = flat.where(~older)
+    classified = flat.withColumn("_action", F.lit("insert"))
+    if options.changelog:
+        _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id)
+        faults.point("apply:after-changelog")
+    keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(options.soft))]
+    latest_per_key(classified, key).select(*keep).writeTo(name).append()
+    faults.point("apply:after-merge")
+    if cut is not None:
+        tombstones.record_truncate(spark, tid, cut)
+    faults.point("apply:after-tombstones")
+    inserted = spark.table(name).count()
+    result = TableCounts(inserted=inserted, updated=0, deleted=0, skipped_stale=stale, rows_before=0,
+                         rows_after=inserted, truncated=0)
+    log.info("applied to %s (bulk load into an empty table): %s", tid, result.to_dict())
+    return result
 
 
 def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str,

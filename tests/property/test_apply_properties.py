@@ -94,7 +94,10 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     tid = f"{schema}.items"
     ref = Reference(soft=soft)
     seq_of: dict[str, int] = {}
-    options = ApplyOptions(delete_mode="soft" if soft else "hard", history=True)
+    # Every other scenario keeps an SCD2 history (compared below); the others take the bulk-load path of a first
+    # batch into an empty table, which a history turns off.
+    history = n % 2 == 0
+    options = ApplyOptions(delete_mode="soft" if soft else "hard", history=history)
     for number, batch in enumerate(delivered):
         lines: list[str] = []
         for e in batch:
@@ -116,8 +119,9 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     expected = ref.all_rows() if soft else ref.live()
     actual = _lake_rows(spark, tid, soft) if expected or _table_exists(spark, tid) else {}
     assert actual == expected
-    expected_versions = {k: [(v.values, v.closed) for v in vs] for k, vs in ref.versions.items()}
-    assert _lake_versions(spark, tid) == expected_versions
+    if history:
+        expected_versions = {k: [(v.values, v.closed) for v in vs] for k, vs in ref.versions.items()}
+        assert _lake_versions(spark, tid) == expected_versions
     if truth is not None:
         assert ref.live() == truth, "the reference applier disagrees with the simulated source"
 
