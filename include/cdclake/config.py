@@ -14,6 +14,7 @@ optional)::
       group: cdclake-shop
       max_records: 100000
       security: {security.protocol: SASL_SSL, sasl.password: env:SHOP_KAFKA_PASSWORD}
+      connection: kafka_shop         # or: an Airflow connection whose extra holds the security settings
       max_lag: 50000                 # data-quality threshold of the offsets not landed yet after a run
       offset_reset: fail             # offsets went backwards (topic recreated): fail | earliest
     tables:
@@ -103,6 +104,9 @@ class KafkaConfig(_Model):
             partitions) after a run lands; above it the ``kafka_lag`` result is ``warned``. None: recorded only.
         offset_reset: When a partition's offsets went backwards (the topic was recreated): ``fail`` (the landing
             stops and names the partitions) or ``earliest`` (land them again from their first offset).
+        connection: An Airflow connection id whose ``extra`` holds security settings (``security.protocol``,
+            ``sasl.*``, ``ssl.*``; its login/password fill ``sasl.username``/``sasl.password`` when the extra
+            has none). Read by the DAG tasks when they land; ``security`` entries override it.
     """
 
     bootstrap: str = Field(min_length=1)
@@ -113,6 +117,7 @@ class KafkaConfig(_Model):
     security: dict[str, str] = Field(default_factory=dict)
     max_lag: int | None = Field(default=None, ge=0)
     offset_reset: Literal["fail", "earliest"] = "fail"
+    connection: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _topics_or_pattern(self) -> "KafkaConfig":
@@ -153,9 +158,14 @@ class KafkaConfig(_Model):
                 out[name] = setting
         return out
 
-    def kafka_source(self, env: Mapping[str, str] | None = None) -> "KafkaSource":
+    def kafka_source(self, env: Mapping[str, str] | None = None,
+                     connection: Mapping[str, str] | None = None) -> "KafkaSource":
         """What :mod:`cdclake.kafka` lands from: these settings, with the secrets resolved and ``CDCLAKE_KAFKA_*``
         security settings of the environment on top.
+
+        Args:
+            env: The environment (default ``os.environ``).
+            connection: Security settings of the Airflow connection named by ``connection`` (under ``security``).
 
         Raises:
             SourceConfigError: A referenced environment variable is not set.
@@ -164,7 +174,8 @@ class KafkaConfig(_Model):
         from cdclake.kafka import KafkaSource
 
         return KafkaSource.from_config(self.bootstrap, topics=self.topics, pattern=self.pattern, group_id=self.group,
-                                       max_batch_records=self.max_records, client_config=self.resolved_security(env),
+                                       max_batch_records=self.max_records,
+                                       client_config={**(connection or {}), **self.resolved_security(env)},
                                        offset_reset=self.offset_reset, env=env)
 
 

@@ -85,7 +85,8 @@ FRAMING = "kafka"
 OFFSET_RESETS = ("fail", "earliest")
 DEFAULT_MAX_BATCH_RECORDS = 1_000_000
 _ORIGIN = "0" * 8  # the "previous batch" of a source's first Kafka batch
-_PASSTHROUGH = re.compile(r"^(security\.protocol|sasl\..+|ssl\..+)$")
+SECURITY_SETTING = re.compile(r"^(security\.protocol|sasl\..+|ssl\..+)$")
+"""Client settings passed through from config, connections and the environment: security ones only."""
 
 
 class KafkaLandingError(StorageError):
@@ -141,7 +142,7 @@ class KafkaSource:
         if self.offset_reset not in OFFSET_RESETS:
             raise ConfigError(f"kafka offset_reset={self.offset_reset!r}: expected one of {', '.join(OFFSET_RESETS)}")
         for key in self.client_config:
-            if not _PASSTHROUGH.match(key):
+            if not SECURITY_SETTING.match(key):
                 raise ConfigError(f"kafka client setting {key!r} is not passed through: only security.protocol, "
                                   "sasl.* and ssl.* are (cdclake sets the others itself)")
 
@@ -177,7 +178,7 @@ class KafkaSource:
         for name, value in env.items():
             if name.startswith(ENV_PREFIX) and name not in (f"{ENV_PREFIX}GROUP_ID", f"{ENV_PREFIX}MAX_BATCH_RECORDS"):
                 key = name[len(ENV_PREFIX):].lower().replace("_", ".")
-                if _PASSTHROUGH.match(key):
+                if SECURITY_SETTING.match(key):
                     config[key] = value
         raw_max = max_batch_records if max_batch_records is not None else env.get(f"{ENV_PREFIX}MAX_BATCH_RECORDS")
         try:

@@ -149,12 +149,44 @@ def land_from(config: SourceConfig, settings: LakeSettings) -> tuple[LandResult,
     from cdclake import pipeline
 
     if config.kafka is not None:
-        kafka = config.kafka.kafka_source()
+        kafka = config.kafka.kafka_source(connection=kafka_connection_settings(config.kafka.connection))
         result = pipeline.next_kafka_batch(settings, source=config.name, kafka=kafka, spark=lambda: _spark(settings))
         topics = ", ".join(kafka.topics) if kafka.topics else f"topics matching {kafka.pattern}"
         return result, f"kafka {kafka.bootstrap} ({topics})"
     inbox = config.inbox_location(settings.root)
     return pipeline.next_batch(settings, source=config.name, inbox=inbox), f"inbox {inbox}"
+
+
+def kafka_connection_settings(conn_id: str | None) -> dict[str, str]:
+    """The Kafka client security settings an Airflow connection holds (``{}`` without a connection).
+
+    Its ``extra`` keys ``security.protocol``, ``sasl.*`` and ``ssl.*`` pass through; its login and password become
+    ``sasl.username``/``sasl.password`` unless the extra sets them. Other extra keys are refused by name, so a typo
+    does not silently drop a setting.
+
+    Raises:
+        SourceConfigError: The connection does not exist, or its extra holds settings cdclake does not pass.
+    """
+    if not conn_id:
+        return {}
+    from airflow.sdk import BaseHook
+
+    from cdclake.kafka import SECURITY_SETTING
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except Exception as exc:  # noqa: BLE001 - Airflow raises its own not-found types
+        raise SourceConfigError(f"kafka.connection: Airflow connection {conn_id!r} cannot be read: {exc}") from exc
+    settings = {str(k): str(v) for k, v in (conn.extra_dejson or {}).items()}
+    unknown = sorted(k for k in settings if not SECURITY_SETTING.match(k))
+    if unknown:
+        raise SourceConfigError(f"kafka.connection {conn_id!r}: extra key(s) {', '.join(unknown)} are not Kafka "
+                                "security settings (security.protocol, sasl.*, ssl.*)")
+    if conn.login and "sasl.username" not in settings:
+        settings["sasl.username"] = conn.login
+    if conn.password and "sasl.password" not in settings:
+        settings["sasl.password"] = conn.password
+    return settings
 
 
 KAFKA_LAG_EXPECTATION = "kafka_lag"

@@ -95,3 +95,27 @@ def test_replay_rejects_an_unknown_mode_and_explains_resnapshot(lake: LakeSettin
         source_tasks.replay({"source": "src", "mode": "rewind"})
     with pytest.raises(SourceConfigError, match="execute-snapshot"):
         source_tasks.replay({"source": "src", "mode": "resnapshot"})
+
+
+def test_kafka_security_from_an_airflow_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdclake.config import KafkaConfig
+
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SHOP", json.dumps({
+        "conn_type": "generic", "login": "lander", "password": "s3cret",
+        "extra": {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}}))
+    settings = source_tasks.kafka_connection_settings("kafka_shop")
+    assert settings == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                        "sasl.username": "lander", "sasl.password": "s3cret"}
+    # The source config's own security entries win over the connection's.
+    config = KafkaConfig(bootstrap="b:9093", topics=("t",), group="g", connection="kafka_shop",
+                         security={"sasl.mechanism": "PLAIN"})
+    source = config.kafka_source(env={}, connection=settings)
+    assert dict(source.client_config) == {**settings, "sasl.mechanism": "PLAIN"}
+    assert source_tasks.kafka_connection_settings(None) == {}
+
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TYPO", json.dumps({"conn_type": "generic",
+                                                              "extra": {"bootstrap.servers": "x:1"}}))
+    with pytest.raises(SourceConfigError, match="extra key\\(s\\) bootstrap.servers are not Kafka security"):
+        source_tasks.kafka_connection_settings("kafka_typo")
+    with pytest.raises(SourceConfigError, match="'kafka_missing' cannot be read"):
+        source_tasks.kafka_connection_settings("kafka_missing")
