@@ -19,8 +19,8 @@ A run covers one data interval:
 3. **apply_table** (dynamic task mapping, one task per table) merges the table's changes and, when the table
    changed, emits an asset event for `iceberg://lake/<namespace>.<table>` through the source's asset alias
    `cdclake.<name>.tables`, so DAGs can be scheduled on a table's Asset.
-4. **validate_table** (mapped likewise) runs the table's data-quality suite and freshness SLA under its
-   `dq_policy` (fail, warn, quarantine).
+4. **validate_table** (mapped likewise) runs the table's data-quality suite, the batch suite of the run's
+   batches and the freshness SLA under its `dq_policy` (fail, warn, quarantine).
 5. **mark_applied** records the batch as applied when every table is applied. While a table of the source is
    stopped by a DDL statement under `ddl_policy: fail` (its changes held in quarantine, `cdclake.ddl_stops`), it
    then fails the run, naming the tables and how to release them; the other tables are applied.

@@ -338,8 +338,7 @@ def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: s
     from cdclake.catalog import key_columns_of, table_schema
     from cdclake.dq_config import DqConfig
     from cdclake.identity import spark_table_name
-    from cdclake.normalize import staging_dir
-    from cdclake.quality import batch_suite_name, validate_table
+    from cdclake.quality import validate_table
 
     config = config or DqConfig.from_env()
     share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
@@ -356,16 +355,39 @@ def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: s
             expected_row_count=counts.rows_after, dq_root=settings.dq_root, run_id=run_id, batch_id=batch_id,
             extra_expectations=specs, expectation_parameters=dq_suites.table_parameters(freshness_sla=sla),
         ))
-        staged = staging_dir(settings, source, batch_id) / tid
-        if staged.exists():
-            changes = dq_suites.batch_frame(spark.read.parquet(str(staged)), quarantined_share=share)
-            summaries.append(validate_table(
-                changes, table_id=tid, key_columns=[], expected_row_count=None, dq_root=settings.dq_root,
-                run_id=run_id, batch_id=batch_id, suite=batch_suite_name(tid),
-                extra_expectations=dq_suites.batch_expectations(max_quarantined_share=config.max_quarantined_share),
-                expectation_parameters=dq_suites.batch_parameters(future_tolerance=config.future_tolerance),
-            ))
+        batch = validate_batch_changes(spark, settings, source=source, batch_id=batch_id, table_id=tid,
+                                       run_id=run_id, config=config, share=share)
+        if batch is not None:
+            summaries.append(batch)
     return summaries
+
+
+def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
+                           table_id: str, run_id: str, config: "DqConfig",
+                           share: float | None = None) -> "ValidationSummary | None":
+    """The batch suite of one table: its staged canonical changes of the batch (ops in the allowed set, positions
+    present and increasing per key within a file, source times not in the future, the batch's quarantined share
+    under the threshold). None when the batch staged nothing for the table.
+
+    Args:
+        share: The batch's quarantined share (:func:`quarantined_share`), when the caller has it.
+    """
+    from cdclake import dq_suites
+    from cdclake.normalize import staging_dir
+    from cdclake.quality import batch_suite_name, validate_table
+
+    staged = staging_dir(settings, source, batch_id) / table_id
+    if not staged.exists():
+        return None
+    if share is None:
+        share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
+    changes = dq_suites.batch_frame(spark.read.parquet(str(staged)), quarantined_share=share)
+    return validate_table(
+        changes, table_id=table_id, key_columns=[], expected_row_count=None, dq_root=settings.dq_root,
+        run_id=run_id, batch_id=batch_id, suite=batch_suite_name(table_id),
+        extra_expectations=dq_suites.batch_expectations(max_quarantined_share=config.max_quarantined_share),
+        expectation_parameters=dq_suites.batch_parameters(future_tolerance=config.future_tolerance),
+    )
 
 
 def quarantined_share(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> float:

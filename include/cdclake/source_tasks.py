@@ -368,8 +368,8 @@ def mark_applied(source: str, batches: Sequence[str], applied: Sequence[Mapping[
 
 def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
                    now: datetime | None = None) -> dict[str, Any]:
-    """Run the table's data-quality suite (generated and user expectations), check its freshness SLA, store the
-    results and apply its ``dq_policy``:
+    """Run the table's data-quality suite (generated and user expectations), the batch suite of each of the run's
+    batches on the table's staged changes, check its freshness SLA, store the results and apply its ``dq_policy``:
     ``fail`` raises, ``warn`` logs, ``quarantine`` takes the changes of every batch of the run back out of the table
     and holds them (:func:`cdclake.dq_hold.hold`; ``cdclake dq release`` applies them after a fix).
 
@@ -391,10 +391,10 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     """
     from pyspark.sql import functions as F
 
-    from cdclake import dq_hold, dq_results, dq_suites
+    from cdclake import dq_hold, dq_results, dq_suites, pipeline
     from cdclake.apply_options import SOFT_DELETE_COLUMN
     from cdclake.catalog import key_columns_of, table_schema
-    from cdclake.dq_config import suites_dir
+    from cdclake.dq_config import DqConfig, suites_dir
     from cdclake.identity import spark_table_name
     from cdclake.quality import validate_table as run_suite
 
@@ -416,6 +416,13 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
                         expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
                         batch_id=batch_id, extra_expectations=specs)
     failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()]
+    # The batch suite (ops, positions, source times, quarantined share) of each batch on the table's changes.
+    thresholds = DqConfig.from_env()
+    batch_summaries = [s for s in (pipeline.validate_batch_changes(spark, settings, source=source, batch_id=b,
+                                                                   table_id=tid, run_id=run_id, config=thresholds)
+                                   for b in batches) if s is not None]
+    failures += [f"batch {s.batch_id}: {o.expectation}({o.column or ''}) observed {o.observed_value!r}"
+                 for s in batch_summaries for o in s.failed()]
     stale_by_s = None
     if options.freshness_sla is not None:
         newest = df.agg(F.max("_cdc_source_ts")).first()[0]
@@ -449,7 +456,7 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
               "expectations_failed": failures, "stale_by_s": stale_by_s,
               "held_batches": batches if status == dq_results.STATUS_QUARANTINED else [],
               "report_json": str(summary.report_json) if summary.report_json else None}
-    dq_results.record(spark, [summary], context=dq_results.RunContext(
+    dq_results.record(spark, [summary, *batch_summaries], context=dq_results.RunContext(
         run_id=run_id, source=source, batch_id=batch_id, dag_id=config.dag_id, dag_run_id=run_id),
         policies={tid: options.dq_policy}, statuses={tid: status})
     if not failures:
