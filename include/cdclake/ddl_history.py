@@ -12,8 +12,13 @@ new names:
 - a dropped column: images' values for it are ignored, until an ``ADD COLUMN`` of the same name (a column that
   is re-created starts empty, as in the source).
 
+- a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
+  before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
+  position when the format gives one to both statements and the change (a replayed old batch then still lands in
+  ``b``); otherwise by the batch: every change of ``a`` in the ``CREATE``'s batch and later ones goes to ``a``.
+  A column re-created under a renamed-away name is the ``ADD COLUMN`` case above.
+
 Every step is idempotent (a rename whose old column is gone is already done), so a batch can be normalized again.
-Known limit: a new table or column created later under an old, renamed-away name is still routed to the new one.
 """
 
 from __future__ import annotations
@@ -44,6 +49,34 @@ log = logging.getLogger(__name__)
 TABLE = meta_table("ddl_history")
 
 
+@dataclass(frozen=True)
+class Mark:
+    """Where a DDL statement happened: its source, batch and position (:attr:`LakeChange.position`)."""
+
+    source: str
+    batch_id: str
+    position: str
+
+    @property
+    def is_source_position(self) -> bool:
+        """Whether the position is the format's source position (not the landing location used without one)."""
+        return bool(self.position) and "#" not in self.position
+
+    def older_than(self, other: "Mark") -> bool:
+        """Whether this statement came before ``other`` of the same source: by source position when both have
+        one, else by batch (batch ids grow with landing order; the same batch is not older)."""
+        if self.source != other.source:
+            return False
+        if self.is_source_position and other.is_source_position:
+            return self.position < other.position
+        if self.batch_id != other.batch_id:
+            return self.batch_id < other.batch_id
+        mine, theirs = self.position.rpartition("#"), other.position.rpartition("#")
+        if mine[0] == theirs[0] and mine[2].isdigit() and theirs[2].isdigit():  # one file: its message order
+            return int(mine[2]) < int(theirs[2])
+        return False
+
+
 @dataclass
 class History:
     """The folded DDL history of the lake.
@@ -52,11 +85,16 @@ class History:
         tables: Old table id -> the table's current id.
         columns: Current table id -> old column name -> current column name.
         dropped: Current table id -> dropped column names (not re-added since).
+        renamed: Old table id (still routed) -> where its rename happened.
+        reused: Old table id created again -> where that ``CREATE`` happened and the table its older changes
+            belong to (follow :meth:`route` from it: that table may have been renamed since).
     """
 
     tables: dict[str, str] = field(default_factory=dict)
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     dropped: dict[str, set[str]] = field(default_factory=dict)
+    renamed: dict[str, "Mark"] = field(default_factory=dict)
+    reused: dict[str, tuple["Mark", str]] = field(default_factory=dict)
 
     def route(self, tid: str) -> str:
         """A table's current id."""
@@ -68,19 +106,30 @@ class History:
             seen.add(tid)
         return tid
 
-    def fold(self, change: LakeChange) -> None:
-        """Add one change to the history (in the order they happened)."""
+    def fold(self, change: LakeChange, *, source: str = "", batch_id: str = "") -> bool:
+        """Add one change to the history (in the order they happened); False when it changes nothing."""
+        mark = Mark(source, batch_id, change.position)
         if change.kind == "rename_table":
             old, new = self.route(change.old), change.new
             if old == new:
-                return
+                return False
             self.tables = {k: (new if v == old else v) for k, v in self.tables.items() if k != new}
             self.tables[old] = new
+            self.renamed[old] = mark
+            self.renamed.pop(new, None)
             if old in self.columns:
                 self.columns[new] = self.columns.pop(old)
             if old in self.dropped:
                 self.dropped[new] = self.dropped.pop(old)
-            return
+            return True
+        if change.kind == "create_table":
+            tid = change.table_id
+            renamed = self.renamed.get(tid)
+            if tid not in self.tables or (renamed is not None and mark.older_than(renamed)):
+                return False  # not renamed away, or the table's own CREATE from before its rename (a replay)
+            self.reused[tid] = (mark, self.tables.pop(tid))
+            self.renamed.pop(tid, None)
+            return True
         tid = self.route(change.table_id)
         renames = self.columns.setdefault(tid, {})
         dropped = self.dropped.setdefault(tid, set())
@@ -97,6 +146,7 @@ class History:
         elif change.kind == "add_column":
             dropped.discard(change.old)
             renames.pop(change.old, None)
+        return True
 
     def aliases(self, tid: str) -> dict[str, str]:
         """Old column name -> current name, for a table (by its current id)."""
@@ -110,7 +160,7 @@ def load(spark: "SparkSession") -> History:
         return history
     for row in spark.table(spark_table_name(TABLE)).orderBy("seq").collect():
         history.fold(LakeChange(row["kind"], row["table_id"], row["old"], row["new"] or "", row["sql"] or "",
-                                row["position"] or ""))
+                                row["position"] or ""), source=row["source"] or "", batch_id=row["batch_id"] or "")
     return history
 
 
@@ -133,12 +183,19 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
     for change in changes:
         if _identity(change) in done:
             continue  # applied when this statement was first normalized, and folded into the history already
+        if change.kind == "create_table":  # only the history changes: the new table is created by its rows
+            if history.fold(change, source=source, batch_id=batch_id):
+                log.info("table name %s taken again (%s): its newer changes go to a new lake table",
+                         change.table_id, change.sql.strip()[:120])
+                recorded.append(change)
+                done.add(_identity(change))
+            continue
         problem = _execute(spark, history, change)
         if problem:
             log.error("DDL not applied: %s", problem)
             problems[history.route(change.table_id)] = problem
             continue
-        history.fold(change)
+        history.fold(change, source=source, batch_id=batch_id)
         recorded.append(change)
         done.add(_identity(change))
     if recorded:
@@ -236,4 +293,6 @@ def _record(spark: "SparkSession", changes: list[LakeChange], *, source: str, ba
 def to_json(history: History) -> str:
     """The folded history as JSON (for logs and the staging marker)."""
     return json.dumps({"tables": history.tables, "columns": history.columns,
-                       "dropped": {t: sorted(d) for t, d in history.dropped.items() if d}}, sort_keys=True)
+                       "dropped": {t: sorted(d) for t, d in history.dropped.items() if d},
+                       "reused": {t: {"position": m.position, "batch_id": m.batch_id, "older_changes_to": old}
+                                  for t, (m, old) in history.reused.items()}}, sort_keys=True)

@@ -409,14 +409,22 @@ def _nearest_position(parsed: DataFrame, input_uri: str, index: int) -> str | No
     return before[0] if before is not None else None
 
 
-def _route_tables(parsed: DataFrame, outcome: Outcome, history: History) -> tuple[DataFrame, Outcome]:
-    """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id."""
-    if not history.tables:
+def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
+                  source: str) -> tuple[DataFrame, Outcome]:
+    """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id; changes of a name
+    taken again that are older (by source position) than its new ``CREATE`` go where the old table went."""
+    if not history.tables and not history.reused:
         return parsed, outcome
-    moves = {old: history.route(old) for old in history.tables}
-    mapping = F.create_map(*[F.lit(x) for pair in moves.items() for x in pair])
-    parsed = parsed.withColumn("table_id", F.coalesce(F.try_element_at(mapping, F.col("table_id")),
-                                                      F.col("table_id")))
+    routed = F.col("table_id")
+    if history.tables:
+        moves = {old: history.route(old) for old in history.tables}
+        mapping = F.create_map(*[F.lit(x) for pair in moves.items() for x in pair])
+        routed = F.coalesce(F.try_element_at(mapping, F.col("table_id")), F.col("table_id"))
+    for tid, (created, older_to) in history.reused.items():
+        if created.source == source and created.is_source_position:
+            older = (F.col("table_id") == tid) & (F.col("source_pos") < F.lit(created.position))
+            routed = F.when(older, F.lit(history.route(older_to))).otherwise(routed)
+    parsed = parsed.withColumn("table_id", routed)
     tables: dict[str, TableDefinition] = {}
     for tid, definition in outcome.tables.items():
         tables.setdefault(history.route(tid), definition)
@@ -455,7 +463,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         policies = ddl_policies or DdlPolicies()
         parsed, ddl = _apply_ddl(spark, first, policies)
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
-        parsed, ddl = _route_tables(parsed, ddl, history)
+        parsed, ddl = _route_tables(parsed, ddl, history, source)
         stops = ddl_stops.stopped(spark, source)
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()

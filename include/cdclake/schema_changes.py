@@ -116,8 +116,8 @@ class LakeChange:
     """A DDL effect ``evolve`` makes on a lake table, applied before the batch's rows (:mod:`cdclake.ddl_history`).
 
     Attributes:
-        kind: ``rename_column``, ``drop_column``, ``add_column`` (undoes an earlier drop of that name) or
-            ``rename_table``.
+        kind: ``rename_column``, ``drop_column``, ``add_column`` (undoes an earlier drop of that name),
+            ``rename_table`` or ``create_table`` (takes back a renamed-away table name; otherwise no effect).
         table_id: The table, as named when the statement ran.
         old: Old column name (renames), the column (drops, adds), or the old table id (``rename_table``).
         new: New column name, or the new table id; "" for drops and adds.
@@ -238,11 +238,14 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         results: list[tuple[str, str, dict[str, Any]]] = []
         for event in events:
             tid = table_id(event.database or namespace, None, event.table) if event.table else None
+            where = record.get("source_pos") or (f"{record.get('input')}#{record.get('index')}")
             if event.kind == "create_table" and tid:
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
                 definition.key = tuple(event.primary_key) or _table_changes_key(ctx, event.table or "")
                 definition.created = True
+                if policies.for_table(tid) == "evolve":  # takes back a renamed-away name (ddl_history)
+                    outcome.changes.append(LakeChange("create_table", tid, tid, "", event.sql, str(where)))
                 results.append(("skip", SKIP_CREATE, {"table_id": tid}))
                 continue
             if event.kind not in ("alter_table", "truncate", "drop_table", "rename_table") or not tid:
@@ -265,7 +268,6 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 results.append(("skip", f"DDL {event.kind.replace('_', ' ').upper()} ignored (ddl_policy=ignore)",
                                 {"table_id": tid}))
             else:
-                where = record.get("source_pos") or (f"{record.get('input')}#{record.get('index')}")
                 results.append(_evolve(event, tid, namespace, str(where), outcome))
         status, reason, changes = results[0] if results else ("skip", "DDL: no effect on tables", {})
         done(status, reason, **changes)

@@ -37,8 +37,9 @@ def ddl_message(pos: int, db: str, table: str, kind: str, sql: str) -> dict[str,
 
 
 def stream(db: str) -> list[list[dict[str, Any]]]:
-    """Three batches of one MySQL source (canal ids are the positions). The first batch renames a column of a
-    table the lake does not have yet; the later ones change tables that exist."""
+    """Four batches of one MySQL source (canal ids are the positions). The first batch renames a column of a
+    table the lake does not have yet; the later ones change tables that exist, and the last creates a new table
+    under a renamed-away name."""
     first = [
         row_message(1, db, "items", "INSERT", [{"id": 1, "name": "a", "qty": 1, "note": "x"},
                                                {"id": 2, "name": "b", "qty": 2, "note": "y"}]),
@@ -63,7 +64,13 @@ def stream(db: str) -> list[list[dict[str, Any]]]:
                     [{"amount": 1}]),
         row_message(16, db, "items", "DELETE", [{"id": 3, "title": "c", "amount": 3, "note": None}]),
     ]
-    return [first, second, third]
+    # The renamed-away name `orders` is taken by a new table: its rows are not the renamed table's.
+    fourth = [
+        ddl_message(17, db, "orders", "CREATE", "CREATE TABLE orders (id int, item int, PRIMARY KEY (id))"),
+        row_message(18, db, "orders", "INSERT", [{"id": 50, "item": 9}]),
+        row_message(19, db, "orders_v2", "UPDATE", [{"id": 11, "item": 5}], [{"item": 2}]),
+    ]
+    return [first, second, third, fourth]
 
 
 class Oracle:
@@ -94,7 +101,9 @@ class Oracle:
 
     def ddl(self, table: str, sql: str) -> None:
         words = sql.replace(",", " ").split()
-        if words[:2] == ["RENAME", "TABLE"]:
+        if words[:2] == ["CREATE", "TABLE"]:
+            self.table(words[2])
+        elif words[:2] == ["RENAME", "TABLE"]:
             self.tables[words[4].split(".")[-1]] = self.tables.pop(words[2].split(".")[-1])
         elif words[:2] == ["DROP", "TABLE"]:
             self.table(table)[1].clear()
@@ -147,7 +156,9 @@ def test_policy_matches_the_replay_and_a_replayed_batch_changes_nothing(spark, s
         oracle.apply(message)
     source = f"ddl-{policy}"
     paths = [write(tmp_path / f"{n}.json", batch) for n, batch in enumerate(batches)]
-    for path in [*paths, paths[0], paths[1]]:  # earlier batches landed again at the end: nothing changes
+    # Earlier batches landed again at the end change nothing; the first one's `orders` rows still belong to
+    # `orders_v2`, not to the new `orders`.
+    for path in [*paths, paths[0], paths[1]]:
         run_batch(spark, session_lake, source, path, DdlPolicies(policy))
 
     tables = sorted(t for t in list_tables(session_lake) if t.startswith(f"{db}."))

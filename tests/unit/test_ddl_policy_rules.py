@@ -80,3 +80,31 @@ def test_history_folds_chains_of_renames_drops_and_re_adds() -> None:
 
     history.fold(LakeChange("drop_column", "s.v", "c"))
     assert history.dropped["s.v"] == {"a", "b", "c"}
+
+
+def test_a_renamed_away_table_name_created_again_is_a_new_table_for_newer_changes() -> None:
+    history = History()
+    history.fold(LakeChange("rename_table", "s.a", "s.a", "s.b", position="0000000a"), source="src", batch_id="2")
+    assert history.route("s.a") == "s.b"
+    # The table's own CREATE, from before the rename (an old batch replayed): routing stays.
+    assert not history.fold(LakeChange("create_table", "s.a", "s.a", position="00000001"), source="src",
+                            batch_id="1")
+    assert history.route("s.a") == "s.b"
+    # Without source positions, the batch decides; in one batch, the message order of the file.
+    assert not history.fold(LakeChange("create_table", "s.a", "s.a", position="f.json#3"), source="src",
+                            batch_id="1")
+    # A newer CREATE takes the name back; changes before it still belong to the renamed table.
+    assert history.fold(LakeChange("create_table", "s.a", "s.a", position="0000000f"), source="src", batch_id="3")
+    assert history.route("s.a") == "s.a"
+    mark, older_to = history.reused["s.a"]
+    assert (mark.position, older_to) == ("0000000f", "s.b")
+    # Later renames of the old table are followed from there.
+    history.fold(LakeChange("rename_table", "s.b", "s.b", "s.c", position="00000010"), source="src", batch_id="3")
+    assert history.route(history.reused["s.a"][1]) == "s.c"
+    assert history.route("s.a") == "s.a"
+
+
+def test_create_table_under_evolve_becomes_a_lake_change() -> None:
+    sql = "CREATE TABLE t (id int primary key, v varchar(3))"
+    assert [c.kind for c in interpret([ddl_record(sql)], DdlPolicies("evolve")).changes] == ["create_table"]
+    assert interpret([ddl_record(sql)], DdlPolicies("ignore")).changes == []
