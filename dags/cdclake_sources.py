@@ -72,6 +72,7 @@ def build_dag(config: SourceConfig) -> Any:
         dag_id=config.dag_id,
         schedule=config.schedule,
         start_date=config.start_date,
+        end_date=config.end_date,
         catchup=False,
         max_active_runs=1,
         doc_md=__doc__,

@@ -339,6 +339,8 @@ class SourceConfig(_Model):
             Required unless the source names ``kafka``.
         schedule: Cron expression or preset of the ingestion DAG, or None for manual runs only.
         start_date: First data interval of the ingestion DAG (UTC).
+        end_date: Last data interval of the ingestion DAG (UTC), or None: a source that was retired, or whose
+            history is only backfilled; the scheduler creates no run after it.
         retries: Task retries of the ingestion DAG.
         retry_delay: Delay between retries.
         kafka: Kafka coordinates; when given, the ingestion DAG lands from these topics instead of the inbox.
@@ -353,6 +355,7 @@ class SourceConfig(_Model):
     inbox: str | None = Field(default=None, min_length=1)
     schedule: str | None = "*/15 * * * *"
     start_date: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    end_date: datetime | None = None
     retries: int = Field(default=2, ge=0, le=10)
     retry_delay: Annotated[timedelta, Field(default=timedelta(seconds=30))]
     kafka: KafkaConfig | None = None
@@ -360,6 +363,13 @@ class SourceConfig(_Model):
     defaults: TableOptions = Field(default_factory=TableOptions)
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _dates(self) -> "SourceConfig":
+        if self.end_date is not None and self.end_date < self.start_date:
+            raise ValueError(f"end_date: {self.end_date.isoformat()} is before start_date "
+                             f"{self.start_date.isoformat()}")
+        return self
 
     @model_validator(mode="after")
     def _inbox_or_kafka(self) -> "SourceConfig":
@@ -394,10 +404,10 @@ class SourceConfig(_Model):
             raise ValueError(f"{value!r} is neither a cron expression nor one of {', '.join(sorted(_CRON_PRESETS))}")
         return value
 
-    @field_validator("start_date")
+    @field_validator("start_date", "end_date")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return value if value is None or value.tzinfo else value.replace(tzinfo=timezone.utc)
 
     @field_validator("retry_delay", mode="before")
     @classmethod

@@ -1,0 +1,141 @@
+"""``airflow backfill create`` on a running Airflow (API server, scheduler, DAG processor, LocalExecutor).
+
+A source (with an ``end_date``, so unpausing it schedules nothing of its own) first runs two daily intervals,
+each landing one micro-batch (``dag.test()``, as the scheduled runs). A third file then arrives and the operator
+backfills the three intervals with ``--reprocess-behavior completed``. The scheduler re-runs the first two
+intervals, which must reprocess exactly the batches recorded for them and change nothing, and runs the third,
+which lands the new file. Every run must succeed, and the table must equal an independent replay of the source's
+logical changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from cdclake import airflow_home
+from cdclake.demo.generator import generate, write_batches
+from cdclake.demo.oracle import expected_tables
+from cdclake.reader import dump_rows, list_tables
+from cdclake.settings import LakeSettings
+from tests.support.airflow_runs import run_plan
+from tests.support.airflow_stack import AirflowStack, airflow_stack
+
+DAG_ID = "cdclake_sources__alpha"
+TABLE = "public.customers"
+DATES = [datetime(2026, 2, 1, tzinfo=timezone.utc) + timedelta(days=i) for i in range(3)]
+BACKFILL_TIMEOUT_S = 900
+
+
+def _sqlite_date(value: datetime) -> str:
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _runs(stack: AirflowStack) -> dict[str, dict[str, Any]]:
+    """The DAG's runs by logical date (ISO day): state, run id, backfill id."""
+    rows = stack.query("SELECT logical_date, state, run_id, backfill_id FROM dag_run WHERE dag_id = ?", (DAG_ID,))
+    return {str(date)[:10]: {"state": state, "run_id": run_id, "backfill_id": backfill}
+            for date, state, run_id, backfill in rows}
+
+
+def _xcom(stack: AirflowStack, run_id: str, task_id: str, map_index: int = -1) -> Any:
+    rows = stack.query("SELECT value FROM xcom WHERE dag_id = ? AND run_id = ? AND task_id = ? AND map_index = ?"
+                       " AND key = 'return_value'", (DAG_ID, run_id, task_id, map_index))
+    if not rows or rows[0][0] is None:
+        return None
+    value = rows[0][0]
+    return json.loads(value.decode() if isinstance(value, bytes) else value)
+
+
+def _task_states(stack: AirflowStack, run_id: str) -> dict[str, str]:
+    rows = stack.query("SELECT task_id, map_index, state FROM task_instance WHERE dag_id = ? AND run_id = ?",
+                       (DAG_ID, run_id))
+    return {f"{t}[{m}]" if m >= 0 else t: str(s) for t, m, s in rows}
+
+
+def test_backfill_on_a_running_scheduler_reprocesses_recorded_batches_and_lands_new_ones(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    sources_dir = tmp_path / "sources"
+    sources_dir.mkdir()
+    (sources_dir / "alpha.yaml").write_text(textwrap.dedent(f"""\
+        name: alpha
+        format: debezium
+        inbox: inbox/alpha
+        schedule: "@daily"
+        start_date: "{DATES[0].date().isoformat()}"
+        end_date: "{DATES[-1].date().isoformat()}"
+        retries: 0
+        tables:
+          include: ["{TABLE}"]
+        """))
+    stream = generate(seed=41, customers=8, orders=4, stream_changes=30, batches=3)
+    files = write_batches(stream, tmp_path / "stream")
+    expected = expected_tables(stream.changes)[TABLE]
+    inbox = lake / "inbox" / "alpha"
+
+    env = airflow_home.prepare(tmp_path / "airflow", base={
+        **{k: v for k, v in os.environ.items() if not k.startswith("CDCLAKE_")},
+        "CDCLAKE_SOURCES_DIR": str(sources_dir), "CDCLAKE_LAKE": str(lake),
+        "CDCLAKE_SPARK_MASTER": "local[2]", "CDCLAKE_SHUFFLE_PARTITIONS": "2", "CDCLAKE_DRIVER_MEMORY": "1g",
+    })
+    # The runs of the first two intervals, one micro-batch each.
+    first = run_plan(env, [{"deliver": [[str(f), str(inbox / f.name)]],
+                            "runs": [{"dag_id": DAG_ID, "logical_date": d.isoformat()}]}
+                           for f, d in zip(files[:2], DATES[:2])], tmp_path, "first-runs")
+    assert [r["state"] for r in first] == ["success", "success"], first
+    assert [r["xcom"]["land_batch"]["batches"] for r in first] == [["00000001"], ["00000002"]]
+    (inbox / files[2].name).write_bytes(files[2].read_bytes())
+
+    with airflow_stack(env, tmp_path / "stack") as stack:
+        before = _runs(stack)
+        # The scheduler starts no run of a paused DAG, backfills included. end_date keeps it from scheduling
+        # today's interval once unpaused.
+        stack.cli("dags", "unpause", DAG_ID)
+        created = stack.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", DATES[0].isoformat(),
+                            "--to-date", DATES[-1].isoformat(), "--reprocess-behavior", "completed",
+                            "--max-active-runs", "1")
+        deadline = time.monotonic() + BACKFILL_TIMEOUT_S
+        while True:
+            stack.check_alive()
+            runs = _runs(stack)
+            backfilled = {day: r for day, r in runs.items() if r["backfill_id"] is not None}
+            if len(backfilled) == len(DATES) and all(r["state"] in ("success", "failed")
+                                                     for r in backfilled.values()):
+                break
+            assert time.monotonic() < deadline, (
+                f"backfill not done in {BACKFILL_TIMEOUT_S}s: {runs}\n{created.stdout[-2000:]}\n"
+                + stack.tail("scheduler"))
+            time.sleep(5)
+
+        days = [d.date().isoformat() for d in DATES]
+        assert sorted(backfilled) == days, runs
+        failed = {day: _task_states(stack, r["run_id"]) for day, r in backfilled.items() if r["state"] != "success"}
+        assert not failed, f"backfill runs failed: {failed}\n{stack.tail('scheduler')}"
+        # The first two intervals' runs were re-run in place (same run ids); the third is new.
+        for day in days[:2]:
+            assert backfilled[day]["run_id"] == before[day]["run_id"], (before, backfilled)
+        assert days[2] not in before
+
+        landed = [_xcom(stack, backfilled[day]["run_id"], "land_batch") for day in days]
+        assert [x["batches"] for x in landed] == [["00000001"], ["00000002"], ["00000003"]], landed
+        assert [x["reprocess"] for x in landed] == [True, True, False], landed
+        applied = [_xcom(stack, backfilled[day]["run_id"], "apply_table", 0) for day in days]
+        assert all(a["table_id"] == TABLE for a in applied), applied
+        for day, result in zip(days[:2], applied[:2]):
+            counts = result["batches"]
+            assert all(c["inserted"] == c["updated"] == c["deleted"] == 0 for c in counts.values()), (day, counts)
+        new_counts = applied[2]["batches"]["00000003"]
+        assert new_counts["inserted"] + new_counts["updated"] + new_counts["deleted"] > 0, new_counts
+        # One asset event per run id: the first runs' and the new interval's; the re-runs changed nothing.
+        events = stack.query("SELECT e.source_run_id, a.uri FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+                             " WHERE e.source_dag_id = ?", (DAG_ID,))
+        assert sorted(events) == sorted((backfilled[day]["run_id"], f"iceberg://lake/{TABLE}") for day in days)
+
+    settings = LakeSettings.from_env(lake, env={})
+    assert list_tables(settings) == [TABLE]
+    assert dump_rows(settings, TABLE) == expected
