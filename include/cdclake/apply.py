@@ -20,6 +20,8 @@ For each table of a batch:
    version: every applied insert/update opens a version (``_cdc_valid_from`` = its position, and its source
    time), which the key's next applied change, its delete, or a cut closes (``_cdc_valid_to``); the current
    version has ``_cdc_valid_to`` null and ``_cdc_current`` true. One MERGE per batch, before the table changes.
+   Turned on for a table that already has rows, the history starts with those rows as open versions (from the
+   change that produced each); versions closed before that are not recovered.
 
 Deletes: ``hard`` (default) removes the row and keeps its delete position in ``cdclake_meta.tombstones`` (cuts
 keep theirs as the table's watermark), so a late or replayed older change cannot resurrect it; ``soft`` keeps the
@@ -497,6 +499,7 @@ def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns
         log.info("history %s already holds batch %s", hid, batch_id)
         return
     _side_table(spark, hid, columns, HISTORY_COLUMNS, key, "")
+    _seed_history(spark, tid, hid, columns)
     history = spark.table(name)
     rows = history_changes(classified, spark.table(spark_table_name(tid)), key, value_columns,
                            open_versions=history.where(F.col("_cdc_valid_to").isNull()), cut=cut, cut_ts=cut_ts)
@@ -513,6 +516,28 @@ def _merge_history(spark: SparkSession, tid: str, classified: DataFrame, columns
             f"VALUES ({', '.join('s.' + _q(c) for c in inserted)})")
     finally:
         spark.catalog.dropTempView(view)
+
+
+def _seed_history(spark: SparkSession, tid: str, hid: str, columns: Sequence[StructField]) -> None:
+    """A history that never had a commit, of a table that has rows (``history`` turned on later): the rows become
+    its open versions, from the change that produced each (soft-deleted rows have none). One commit, so a re-run
+    after a crash either finds it or seeds again."""
+    name = spark_table_name(hid)
+    if spark.sql(f"SELECT 1 FROM {name}.snapshots LIMIT 1").collect():
+        return
+    stored = spark.table(spark_table_name(tid))
+    if SOFT_DELETE_COLUMN in stored.columns:
+        stored = stored.where(~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)))
+    if _is_empty(stored):
+        return
+    versions = stored.select(
+        *[F.col(f.name) for f in columns], F.col("_cdc_position").alias("_cdc_valid_from"),
+        F.lit(None).cast("string").alias("_cdc_valid_to"), F.col("_cdc_source_ts").alias("_cdc_valid_from_ts"),
+        F.lit(None).cast("timestamp").alias("_cdc_valid_to_ts"), F.lit(True).alias("_cdc_current"),
+        "_cdc_op", "_cdc_batch_id")
+    existing = {f.name for f in spark.table(name).schema.fields}
+    versions.select(*[c for c in versions.columns if c in existing]).writeTo(name).append()
+    log.info("history %s: seeded with the current rows of %s (history turned on for a table with rows)", hid, tid)
 
 
 def _is_commit_conflict(exc: Exception) -> bool:

@@ -97,8 +97,12 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     # Every other scenario keeps an SCD2 history (compared below); the others take the bulk-load path of a first
     # batch into an empty table, which a history turns off.
     history = n % 2 == 0
-    options = ApplyOptions(delete_mode="soft" if soft else "hard", history=history)
+    # Every other history scenario turns it on halfway: the table's rows then become its open versions.
+    history_from = len(delivered) // 2 if n % 4 == 2 else 0
     for number, batch in enumerate(delivered):
+        options = ApplyOptions(delete_mode="soft" if soft else "hard", history=history and number >= history_from)
+        if history and history_from and number == history_from:
+            ref.start_history()
         lines: list[str] = []
         for e in batch:
             lines += encode(e, schema=schema, table="items", offset=len(lines))

@@ -222,6 +222,10 @@ class Reference:
         if history and history[-1].closed is None:
             history[-1] = replace(history[-1], closed=how)
 
+    def start_history(self) -> None:
+        """History turned on now: every live row is one open version; what came before is not kept."""
+        self.versions = {k: [Version(dict(r.values))] for k, r in self.rows.items() if not r.deleted}
+
     def apply_batch(self, seq: int, events: list[Event]) -> None:
         """Apply one micro-batch; ``seq`` is its landing order (the tie-breaker after the LSN)."""
         positioned = [((e.lsn, seq, i), e) for i, e in enumerate(events)]
