@@ -11,6 +11,7 @@ import pytest
 
 from cdclake.demo.generator import generate, write_batches
 from cdclake.demo.oracle import expected_tables
+from tests.support.cli_session import run_cli_session
 
 CLI = [str(Path(sys.executable).parent / "cdclake")]
 
@@ -68,9 +69,11 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
     """Batches applied newest-first, then again in order: the per-key high-water mark gives the same tables."""
     files, expected = stream_files
     lake = tmp_path / "lake"
-    for path in [files[2], files[0], files[1]]:
-        result = run_cli("apply", "--format", "debezium", "--input", str(path), "--lake", str(lake))
-        assert result.returncode == 0, result.stderr[-3000:]
+    # The CLI contract is the test above; these applies share one process (one Spark start).
+    calls = [["apply", "--format", "debezium", "--input", str(path), "--lake", str(lake)]
+             for path in [files[2], files[0], files[1]]]
+    results = run_cli_session(calls, tmp_path / "cli")
+    assert [r["exit"] for r in results] == [0, 0, 0], results[-1]["stderr"][-3000:]
     # Deletes of the newest batch arrive before the older inserts of the same keys: tombstones keep them deleted.
     for table, rows in expected.items():
         assert dump(lake, table) == rows, table

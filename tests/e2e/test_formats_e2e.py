@@ -1,67 +1,45 @@
-"""Every source format through the CLI (subprocesses), against the plain-Python oracle of its simulated source.
+"""Every source format through ``cdclake apply``, against the plain-Python oracle of its simulated source.
 
 Each format variant in :data:`tests.support.format_streams.VARIANTS` encodes the same logical history (snapshot,
 inserts, partial updates, deletes, a delete and re-insert, a primary-key change, multi-row statements, a new
 nullable column) the way its connector would. Its micro-batch files go through ``cdclake apply`` and every table's
-``cdclake dump`` must equal the oracle's replay.
+rows (``cdclake.reader.dump_rows``, what ``cdclake dump`` prints) must equal the oracle's replay.
 
-A CLI call starts Spark (~15 s on two cores), so variants that share a ``--format`` share a lake and each
-``apply`` takes one micro-batch file of every variant of that format (their table ids are disjoint). The ``auto``
-run takes every variant's files in one call.
+Starting Spark takes ~15 s on two cores, so variants that share a ``--format`` share a lake, each ``apply`` takes
+one micro-batch file of every variant of that format (their table ids are disjoint), and the applies of one lake
+run in one process (:mod:`tests.support.cli_session`). The ``auto`` run takes every variant's files in one call.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
+from cdclake.reader import dump_rows, list_tables, quarantine_rows
+from cdclake.settings import LakeSettings
+from tests.support.cli_session import run_cli_session
 from tests.support.format_streams import VARIANTS, Variant
 
-CLI = [str(Path(sys.executable).parent / "cdclake")]
 GROUPS: dict[str, list[str]] = {}
 for _name, _variant in VARIANTS.items():
     GROUPS.setdefault(_variant.fmt, []).append(_name)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=900)
-
-
-def apply(lake: Path, fmt: str, files: list[Path], keys: list[str]) -> dict[str, Any]:
-    """``cdclake apply`` of ``files`` as one micro-batch; the summary (raises AssertionError on a failed call)."""
+def apply_args(lake: Path, fmt: str, files: list[Path], keys: list[str]) -> list[str]:
+    """The ``cdclake apply`` arguments of ``files`` as one micro-batch."""
     args = ["apply", "--format", fmt, "--input", *map(str, files), "--lake", str(lake)]
     for key in keys:
         args += ["--key", key]
-    result = run_cli(*args)
-    assert result.returncode == 0, f"cdclake {' '.join(args)}\nexit {result.returncode}\n{result.stderr[-3000:]}"
-    return json.loads(result.stdout)
+    return args
 
 
-def dump(lake: Path, table: str) -> list[dict[str, Any]]:
-    result = run_cli("dump", "--lake", str(lake), "--table", table)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return [json.loads(line) for line in result.stdout.splitlines()]
-
-
-def lake_tables(lake: Path) -> list[str]:
-    result = run_cli("tables", "--lake", str(lake))
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout)
-
-
-def quarantine_rows(lake: Path) -> list[dict[str, Any]] | None:
-    """``cdclake quarantine list`` rows, or None when this cdclake has no such command."""
-    result = run_cli("quarantine", "list", "--lake", str(lake))
-    if result.returncode != 0:
-        return None
-    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+def _settings(lake: Path) -> LakeSettings:
+    return LakeSettings.from_env(lake, env={})
 
 
 @dataclass
@@ -75,12 +53,15 @@ class Run:
 
 
 def _run(lake: Path, variants: list[str], batches: list[tuple[str, list[Path]]], keys: list[str]) -> Run:
+    """Apply ``batches`` in order, in one process; a failed call is kept, so every variant of the run reports it
+    without running Spark again."""
     run = Run(lake, variants)
-    try:
-        for fmt, files in batches:
-            run.summaries.append(apply(lake, fmt, files, keys))
-    except AssertionError as exc:  # kept, so every variant of the run reports it without re-running Spark
-        run.error = str(exc)
+    calls = [apply_args(lake, fmt, files, keys) for fmt, files in batches]
+    for result in run_cli_session(calls, lake.parent / f"cli-{lake.name}"):
+        if result["exit"] != 0:
+            run.error = f"cdclake {' '.join(result['cli'])}\nexit {result['exit']}\n{result['stderr'][-3000:]}"
+            break
+        run.summaries.append(json.loads(result["stdout"]))
     return run
 
 
@@ -109,22 +90,21 @@ def assert_variant_tables(run: Run, variant: Variant) -> None:
     """The variant's tables in the run's lake equal the oracle's; a readable diff per table otherwise."""
     assert run.error is None, run.error
     quarantined = sum(s["quarantined"] for s in run.summaries)
+    settings = _settings(run.lake)
     if quarantined:
-        rows = quarantine_rows(run.lake)
-        if rows is None:
-            pytest.fail(f"{quarantined} message(s) quarantined in the run of {run.variants}: {run.summaries}")
+        rows = quarantine_rows(settings)
         mine = [r for r in rows if f"/{variant.name}-" in str(r.get("input_file") or r.get("input"))]
         assert not mine, f"{variant.name}: quarantined messages:\n" + "\n".join(
             f"  {Path(str(r.get('input_file') or r.get('input'))).name}:{r.get('line')}: {r.get('reason')}"
             for r in mine)
     expected = variant.expected()
-    present = lake_tables(run.lake)
+    present = list_tables(settings)
     problems = []
     for table, rows in expected.items():
         if table not in present:
             problems.append(f"table {table}: missing from the lake (tables: {present})")
             continue
-        actual = dump(run.lake, table)
+        actual = dump_rows(settings, table)
         if variant.documents:
             actual = _parsed_documents(actual)
         if actual != rows:
@@ -192,7 +172,9 @@ def test_out_of_order_batches_then_replay_converge(name: str, tmp_path: Path) ->
                list(variant.keys))
     assert_variant_tables(run, variant)
 
-    replay = apply(lake, variant.fmt, [third], list(variant.keys))
+    (result,) = run_cli_session([apply_args(lake, variant.fmt, [third], list(variant.keys))], tmp_path / "replay")
+    assert result["exit"] == 0, result["stderr"][-3000:]
+    replay = json.loads(result["stdout"])
     assert replay["new_batch"] is False, replay
     assert replay["quarantined"] == 0, replay
     changed = {t: c for t, c in replay["tables"].items() if c["inserted"] or c["updated"] or c["deleted"]}

@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import pytest
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
 from cdclake.demo.run import deliver, run_dag
+from tests.support.airflow_stack import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -44,12 +44,6 @@ USER, PASSWORD = "dq-tester", "dq-tester-password"
 FAILING = "expect_column_values_to_be_between"
 LOGICAL_DATE = datetime(2026, 3, 1, tzinfo=timezone.utc)
 SERVER_START_TIMEOUT = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _http(url: str, *, token: str | None = None, data: dict[str, Any] | None = None) -> tuple[int, str]:
@@ -95,7 +89,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "CDCLAKE_SHUFFLE_PARTITIONS": "2",
         "CDCLAKE_DRIVER_MEMORY": "1g",
     })
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server_log = (root / "api-server.log").open("w")
     server = subprocess.Popen([*airflow_home.airflow_command(), "api-server", "--host", "127.0.0.1", "--port",
