@@ -10,11 +10,10 @@ new names:
 - a renamed column: an image's old column name is read as the new one; the lake column keeps its values and its
   Iceberg field id (``ALTER TABLE .. RENAME COLUMN``);
 - a dropped column: images' values for it are ignored, until an ``ADD COLUMN`` of the same name (a column that
-  is re-created starts empty, as in the source).
-
+  is re-created starts empty, as in the source);
 - a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
   before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
-  position when the format gives one to both statements and the change (a replayed old batch then still lands in
+  position when the format gives the `CREATE` and the change one (a replayed old batch then still lands in
   ``b``); otherwise by the batch: every change of ``a`` in the ``CREATE``'s batch and later ones goes to ``a``.
   A column re-created under a renamed-away name is the ``ADD COLUMN`` case above.
 
