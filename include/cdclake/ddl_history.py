@@ -13,7 +13,7 @@ new names:
   is re-created starts empty, as in the source);
 - a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
   before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
-  position when the format gives the `CREATE` and the change one (a replayed old batch then still lands in
+  position when the format gives the ``CREATE`` and the change one (a replayed old batch then still lands in
   ``b``); otherwise by the batch: every change of ``a`` in the ``CREATE``'s batch and later ones goes to ``a``.
   A column re-created under a renamed-away name is the ``ADD COLUMN`` case above.
 
