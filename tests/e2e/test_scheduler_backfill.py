@@ -1,4 +1,5 @@
-"""``airflow backfill create`` on a running Airflow (API server, scheduler, DAG processor, LocalExecutor).
+"""``airflow backfill create`` on a running Airflow (API server, scheduler, DAG processor, LocalExecutor) whose
+metadata database is a real PostgreSQL server (Debian's binaries, :mod:`tests.support.postgres_server`).
 
 A source (with an ``end_date``, so unpausing it schedules nothing of its own) first runs two daily intervals,
 each landing one micro-batch (``dag.test()``, as the scheduled runs). A third file then arrives and the operator
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import textwrap
 import time
 from datetime import datetime, timedelta, timezone
@@ -25,6 +27,7 @@ from cdclake.reader import dump_rows, list_tables
 from cdclake.settings import LakeSettings
 from tests.support.airflow_runs import run_plan
 from tests.support.airflow_stack import AirflowStack, airflow_stack
+from tests.support.postgres_server import PostgresServer, postgres_server  # noqa: F401  (fixture)
 
 DAG_ID = "cdclake_sources__alpha"
 TABLE = "public.customers"
@@ -49,7 +52,9 @@ def _xcom(stack: AirflowStack, run_id: str, task_id: str, map_index: int = -1) -
     if not rows or rows[0][0] is None:
         return None
     value = rows[0][0]
-    return json.loads(value.decode() if isinstance(value, bytes) else value)
+    if isinstance(value, (str, bytes)):  # SQLite hands JSON back as text; PostgreSQL decodes it
+        return json.loads(value.decode() if isinstance(value, bytes) else value)
+    return value
 
 
 def _task_states(stack: AirflowStack, run_id: str) -> dict[str, str]:
@@ -58,7 +63,8 @@ def _task_states(stack: AirflowStack, run_id: str) -> dict[str, str]:
     return {f"{t}[{m}]" if m >= 0 else t: str(s) for t, m, s in rows}
 
 
-def test_backfill_on_a_running_scheduler_reprocesses_recorded_batches_and_lands_new_ones(tmp_path: Path) -> None:
+def test_backfill_on_a_running_scheduler_reprocesses_recorded_batches_and_lands_new_ones(
+        tmp_path: Path, postgres_server: PostgresServer) -> None:  # noqa: F811
     lake = tmp_path / "lake"
     sources_dir = tmp_path / "sources"
     sources_dir.mkdir()
@@ -83,6 +89,11 @@ def test_backfill_on_a_running_scheduler_reprocesses_recorded_batches_and_lands_
         "CDCLAKE_SOURCES_DIR": str(sources_dir), "CDCLAKE_LAKE": str(lake),
         "CDCLAKE_SPARK_MASTER": "local[2]", "CDCLAKE_SHUFFLE_PARTITIONS": "2", "CDCLAKE_DRIVER_MEMORY": "1g",
     })
+    postgres_server.create_database("airflow_backfill")
+    env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres_server.sqlalchemy_uri("airflow_backfill")
+    migrated = subprocess.run([*airflow_home.airflow_command(), "db", "migrate"], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
     # The runs of the first two intervals, one micro-batch each.
     first = run_plan(env, [{"deliver": [[str(f), str(inbox / f.name)]],
                             "runs": [{"dag_id": DAG_ID, "logical_date": d.isoformat()}]}

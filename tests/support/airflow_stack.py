@@ -1,10 +1,11 @@
 """A running Airflow 3 deployment for tests: API server (with the execution API), scheduler and DAG processor.
 
 The components are the ``airflow`` commands of this interpreter, started on a prepared Airflow home
-(:func:`cdclake.airflow_home.prepare`, SQLite metadata database, LocalExecutor) with the API server on a free
+(:func:`cdclake.airflow_home.prepare`; its SQLite metadata database, or the one ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN``
+names, e.g. PostgreSQL; LocalExecutor) with the API server on a free
 localhost port, each in a session of its own with its log under ``logs_dir``. Task processes reach the execution
-API of that server (``[core] execution_api_server_url``). State is read straight from the SQLite metadata
-database, so the test process never imports Airflow.
+API of that server (``[core] execution_api_server_url``). State is read straight from the metadata database, so
+the test process never imports Airflow.
 """
 
 from __future__ import annotations
@@ -49,7 +50,15 @@ class AirflowStack:
         return proc
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query on the metadata database."""
+        """Rows of a read-only query (``?`` placeholders) on the metadata database: SQLite or PostgreSQL."""
+        url = self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+        if url.startswith("postgresql"):
+            import psycopg2
+
+            with closing(psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1))) as conn:
+                with conn.cursor() as cursor:
+                    cursor.execute(sql.replace("?", "%s"), params)
+                    return cursor.fetchall()
         database = Path(self.env["AIRFLOW_HOME"]) / "airflow.db"
         with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)) as conn:
             return conn.execute(sql, params).fetchall()
