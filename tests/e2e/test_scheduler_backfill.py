@@ -35,10 +35,6 @@ DATES = [datetime(2026, 2, 1, tzinfo=timezone.utc) + timedelta(days=i) for i in 
 BACKFILL_TIMEOUT_S = 900
 
 
-def _sqlite_date(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
 def _runs(stack: AirflowStack) -> dict[str, dict[str, Any]]:
     """The DAG's runs by logical date (ISO day): state, run id, backfill id."""
     rows = stack.query("SELECT logical_date, state, run_id, backfill_id FROM dag_run WHERE dag_id = ?", (DAG_ID,))

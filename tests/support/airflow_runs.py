@@ -78,21 +78,10 @@ def _spark_started() -> bool:
     return SparkContext._active_spark_context is not None
 
 
-def _cli(args: list[str]) -> dict[str, Any]:
-    import contextlib
-    import io
-
-    from cdclake.cli import main as cdclake
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cdclake(args)
-    return {"cli": args, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-
-
 def main(argv: list[str]) -> int:
     """Execute the plan in ``argv[0]``."""
     from airflow.dag_processing.dagbag import DagBag
+    from cli_session import call_cli  # run as a script: this directory is first on sys.path
 
     plan = json.loads(Path(argv[0]).read_text())
     bag = DagBag()
@@ -116,7 +105,7 @@ def main(argv: list[str]) -> int:
             if dag is None:
                 raise SystemExit(f"no DAG {run['dag_id']!r} in {sorted(bag.dag_ids)}")
             results.append(_run(dag, datetime.fromisoformat(run["logical_date"]), run.get("conf")))
-        results.extend(_cli(args) for args in step.get("cli", []))
+        results.extend(call_cli(args) for args in step.get("cli", []))
         if "dump" in step:
             from cdclake.reader import dump_rows, list_tables
             from cdclake.settings import LakeSettings

@@ -32,16 +32,21 @@ def run_cli_session(calls: list[list[str]], workdir: Path, *, timeout: float = 1
     return json.loads(line[len(PREFIX):])
 
 
-def main(argv: list[str]) -> int:
+def call_cli(args: list[str]) -> dict[str, Any]:
+    """One ``cdclake`` CLI call in this process: ``{"cli", "exit", "stdout", "stderr"}``."""
     from cdclake.cli import main as cdclake
 
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cdclake(args)
+    return {"cli": args, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def main(argv: list[str]) -> int:
     results = []
     for args in json.loads(Path(argv[0]).read_text()):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cdclake(args)
-        results.append({"cli": args, "exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
-        if code != 0:
+        results.append(call_cli(args))
+        if results[-1]["exit"] != 0:
             break
     print(PREFIX + json.dumps(results))
     return 0
