@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    DateType,
     DoubleType,
     IntegerType,
     LongType,
@@ -36,6 +37,8 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from cdclake import ddl_history, ddl_stops, quarantine
@@ -45,7 +48,7 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
-from cdclake.formats.sqltypes import BARE_DECIMAL
+from cdclake.formats.sqltypes import BARE_DECIMAL, ZERO_DATETIME
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
@@ -145,7 +148,12 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     after_raw, before_raw, key_raw = (_Image(name, typing) for name in ("_ar", "_br", "_kr"))
 
     def value(raw: _Image, c: ColumnType) -> Column:
-        return F.when(raw[c.name].isin(*_PLACEHOLDERS), F.lit(None)).otherwise(raw[c.name])
+        text = raw[c.name]
+        blank = text.isin(*_PLACEHOLDERS)
+        if isinstance(c.data_type, (DateType, TimestampType, TimestampNTZType)):
+            # MySQL's zero date is "no date": null (as Debezium makes it), not a value that failed to convert.
+            blank = blank | (F.ltrim(text).startswith("0000-00-00") & F.trim(text).rlike(ZERO_DATETIME))
+        return F.when(blank, F.lit(None)).otherwise(text)
 
     def image(raw: _Image, text: Column) -> Column:
         values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]

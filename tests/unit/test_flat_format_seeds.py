@@ -251,6 +251,27 @@ def test_values_that_do_not_convert_are_quarantined_with_column_and_value(spark,
     assert row.line == 1
 
 
+def test_mysql_zero_dates_become_null_not_failed_casts(spark, session_lake, source):
+    # MySQL's "no date" (canal and DRS pass it through as text) is null, as Debezium makes it; a date with only
+    # some zero parts has no such meaning and still fails.
+    doc = json.loads(text("drs/mysql_update.json"))
+    doc["type"], doc["old"] = "INSERT", None
+    doc["data"][0].update(c4="0000-00-00 00:00:00", c5="0000-00-00 00:00:00")
+    bad = json.loads(json.dumps(doc))
+    bad["id"] += 1
+    bad["data"][0].update(id="105", c4="2021-00-00 00:00:00")
+    content = json.dumps(doc, ensure_ascii=False) + "\n" + json.dumps(bad, ensure_ascii=False) + "\n"
+    batch_id, _, _, _ = land_files(session_lake, source=source,
+                                   files=[InputFile(f"mem://{source}/z.jsonl", content.encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs")
+    assert (result.tables, result.quarantined) == ({"test01.test": 1}, 1)
+    (row,) = staged(spark, session_lake, source, batch_id, "test01.test")
+    assert (row.after.c4, row.after.c5, row.after.c3) == (None, None, 103)
+    (rejected,) = quarantined(spark, source)
+    assert rejected.reason == ('value does not convert to the column type: after column c4 (timestamp_ntz): '
+                               '["2021-00-00 00:00:00"]')
+
+
 def test_ckafka_truncate_without_position_takes_the_next_rows_position(spark, session_lake, source):
     truncate = {"data": None, "database": "inventory", "es": 1655812326, "id": 0, "isDdl": True, "sql":
                 "TRUNCATE TABLE `customers`", "table": "customers", "type": "TRUNCATE", "pkNames": None}

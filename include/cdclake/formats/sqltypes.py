@@ -97,8 +97,13 @@ or ``:`` (Oracle GoldenGate's ``2021-06-25:17:51:53``)."""
 _ZONE = r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2}){0,2}|[A-Za-z][A-Za-z0-9_/+-]*)$"
 """A zone suffix Spark's cast understands: ``Z``, an offset (``+08``, ``+0800``, ``-05:30``) or a zone id
 (``UTC``, ``Asia/Shanghai``); PostgreSQL, Oracle and SQL Server (``datetimeoffset``) write one of these."""
-_ZERO_DATETIME = r"^0000-00-00(?:[ T]00:00:00(?:\.0*)?)?$"
+ZERO_DATETIME = r"^0000-00-00(?:[ T]00:00:00(?:\.0*)?)?$"
+"""MySQL's zero date or datetime: decoders make it null, and normalize does not count that as a failed cast."""
 _MIDNIGHT = r"(?:[ T]00:00(?::00(?:\.0*)?)?)?"
+_FULL_DATE = r"^(?!0000-00-00)\d{4}-\d{2}-\d{2}$"
+_FULL_DATETIME = r"^(?!0000-00-00)\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$"
+"""The common full forms, which Spark's cast reads as they are (the decoders try them first, with one match):
+a date, and a date with seconds and up to six fraction digits. Not the zero date (:data:`ZERO_DATETIME`)."""
 _EPOCH_SECONDS = r"^[+-]?\d+(?:\.\d+)?$"
 
 _LATIN1_ONLY = r"[^\x00-\xFF]"
@@ -164,7 +169,14 @@ def decimal_from_text(text: Column, precision: int, scale: int) -> Column:
     """
     data_type = DecimalType(precision, scale)
     value = F.trim(text)
-    return F.when(is_decimal_exact(value, scale), value.cast(data_type)).otherwise(_null(data_type))
+    exact = F.when(is_decimal_exact(value, scale), value.cast(data_type)).otherwise(_null(data_type))
+    if precision == scale:
+        return exact
+    # The common case first, with one match instead of the digit arithmetic: plain notation, at most
+    # precision - scale integer digits and at most scale fraction digits, so the cast neither rounds nor overflows.
+    fraction = rf"(?:\.\d{{0,{scale}}})?" if scale else r"\.?"
+    plain = rf"^[+-]?\d{{1,{precision - scale}}}{fraction}$"
+    return F.when(value.rlike(plain), value.cast(data_type)).otherwise(exact)
 
 
 def decimal_text(text: Column) -> Column:
@@ -251,7 +263,8 @@ def date_from_text(text: Column) -> Column:
     ``timestamp(0)`` and writes ``2021-12-16 00:00:00``. A time other than midnight is quarantined, not dropped.
     """
     value = F.trim(text)
-    return F.when(value.rlike(_ZERO_DATETIME), _null(DateType())) \
+    return F.when(value.rlike(_FULL_DATE), value.cast(DateType())) \
+        .when(value.rlike(ZERO_DATETIME), _null(DateType())) \
         .when(value.rlike(f"^{_DATE}{_MIDNIGHT}$"), value.substr(1, 10).cast(DateType())) \
         .otherwise(_null(DateType()))
 
@@ -263,7 +276,8 @@ def timestamp_ntz_from_text(text: Column) -> Column:
     never has one; dropping it would shift the value). Digits beyond microseconds are truncated.
     """
     value = F.trim(text)
-    return F.when(value.rlike(_ZERO_DATETIME), _null(TimestampNTZType())) \
+    return F.when(value.rlike(_FULL_DATETIME), value.cast(TimestampNTZType())) \
+        .when(value.rlike(ZERO_DATETIME), _null(TimestampNTZType())) \
         .when(value.rlike(_DATETIME + "$"), _datetime_text(value).cast(TimestampNTZType())) \
         .otherwise(_null(TimestampNTZType()))
 
@@ -288,7 +302,8 @@ def timestamp_from_text(text: Column) -> Column:
     """
     value = F.trim(text)
     zone = F.regexp_replace(value, _DATETIME, "")
-    return F.when(value.rlike(_ZERO_DATETIME), _null(TimestampType())) \
+    return F.when(value.rlike(_FULL_DATETIME), F.concat(value, F.lit("Z")).cast(TimestampType())) \
+        .when(value.rlike(ZERO_DATETIME), _null(TimestampType())) \
         .when(value.rlike(_EPOCH_SECONDS), epoch_seconds_to_timestamp(value)) \
         .when(value.rlike(_DATETIME + "$"), F.concat(_datetime_text(value), F.lit("Z")).cast(TimestampType())) \
         .when(value.rlike(_DATETIME + _ZONE), F.concat(_datetime_text(value), zone).cast(TimestampType())) \
