@@ -107,9 +107,24 @@ class _Image:
         self.struct = F.col(struct)
         self.typing = typing
 
+    def field(self, name: str) -> Column:
+        return self.struct[name]
+
     def __getitem__(self, name: str) -> Column:
-        fields = [self.struct[n] for n in self.typing.sources(name)]
+        fields = [self.field(n) for n in self.typing.sources(name)]
         return fields[0] if len(fields) == 1 else F.coalesce(*fields)
+
+
+class _Before(_Image):
+    """The before image: ``before_text`` (struct ``_br``), else the after image (``_ar``) overlaid with the
+    partial ``old_text``, parsed into ``_br`` too, whose field names are ``_ok``."""
+
+    def __init__(self, typing: TableTyping) -> None:
+        super().__init__("_br", typing)
+
+    def field(self, name: str) -> Column:
+        own = F.col("before_text").isNotNull() | F.array_contains(F.col("_ok"), name)
+        return F.when(own, self.struct[name]).when(F.col("_ok").isNotNull(), F.col("_ar")[name])
 
 
 def staging_dir(settings: LakeSettings, source: str, batch_id: str) -> Path:
@@ -142,10 +157,12 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     staged = parsed.select(
         "*",
         F.from_json(F.col("after_text"), text_struct(list(by_name))).alias("_ar"),
-        F.from_json(F.col("before_text"), text_struct(list(by_name))).alias("_br"),
+        F.from_json(F.coalesce("before_text", "old_text"), text_struct(list(by_name))).alias("_br"),
+        F.when(F.col("before_text").isNull(), F.json_object_keys("old_text")).alias("_ok"),
         F.from_json(F.col("key_text"), text_struct(list(typing.key))).alias("_kr"),
     )
-    after_raw, before_raw, key_raw = (_Image(name, typing) for name in ("_ar", "_br", "_kr"))
+    after_raw, before_raw, key_raw = _Image("_ar", typing), _Before(typing), _Image("_kr", typing)
+    has_before = F.col("before_text").isNotNull() | F.col("_ok").isNotNull()
 
     def value(raw: _Image, c: ColumnType) -> Column:
         text = raw[c.name]
@@ -155,9 +172,9 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
             blank = blank | (F.ltrim(text).startswith("0000-00-00") & F.trim(text).rlike(ZERO_DATETIME))
         return F.when(blank, F.lit(None)).otherwise(text)
 
-    def image(raw: _Image, text: Column) -> Column:
+    def image(raw: _Image, present: Column) -> Column:
         values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]
-        return F.when(text.isNull(), F.lit(None)).otherwise(F.struct(*values))
+        return F.when(present, F.struct(*values))
 
     key_text = [F.coalesce(key_raw[k], after_raw[k], before_raw[k]) for k in typing.key]
     key_ok = F.lit(True)
@@ -168,8 +185,8 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         before_key_ok = before_key_ok & before_raw[k].isNotNull()
     staged = staged.select(
         "*",
-        image(before_raw, F.col("before_text")).alias("_before"),
-        image(after_raw, F.col("after_text")).alias("_after"),
+        image(before_raw, has_before).alias("_before"),
+        image(after_raw, F.col("after_text").isNotNull()).alias("_after"),
         (F.struct(*[by_name[k].convert(t).alias(k) for k, t in zip(typing.key, key_text)])
          if typing.key else F.lit(None)).alias("_key"),
         (F.struct(*[by_name[k].convert(before_raw[k]).alias(k) for k in typing.key])

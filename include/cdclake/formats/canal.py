@@ -10,7 +10,8 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   ``init``. ``isDdl`` true or a DDL type (CREATE, ALTER, ERASE, RENAME, QUERY, TRUNCATE, CINDEX, DINDEX, DDL,
   INIT_DDL) -> a DDL record carrying ``sql``.
 - images: after = ``data[i]``; for an UPDATE, before = ``data[i]`` overlaid with ``old[i]`` (canal's ``old`` holds
-  only the changed columns, DRS's the whole row: both give the full before image); for a DELETE, before = the row.
+  only the changed columns, DRS's the whole row: both give the full before image; the overlay is done when the
+  row is typed, as ``old_text``); for a DELETE, before = the row.
 - types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
   with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
@@ -25,8 +26,6 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StringType
-
 from cdclake.formats.common import null_string, epoch_timestamp, table_id
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape
@@ -34,7 +33,6 @@ from cdclake.records import hex_segment
 
 DML_TYPES = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
 DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX", "DDL", "INIT_DDL")
-_MAP = MapType(StringType(), StringType())
 
 
 def _type(j: Column) -> Column:
@@ -57,14 +55,6 @@ def dialect(db_type: Column) -> Column:
 def _namespace(j: Column) -> Column:
     schema = F.when(~F.trim(j["schema"]).startswith("{"), F.nullif(F.trim(j["schema"]), F.lit("")))
     return F.coalesce(schema, F.nullif(F.trim(j["database"]), F.lit("")))
-
-
-def overlay(row: Column, old: Column) -> Column:
-    """JSON text of ``row`` with the columns present in ``old`` replaced by their ``old`` values."""
-    new_map = F.from_json(row, _MAP)
-    old_map = F.from_json(old, _MAP)
-    kept = F.map_filter(new_map, lambda k, v: ~F.array_contains(F.map_keys(old_map), k))
-    return F.to_json(F.map_concat(kept, old_map))
 
 
 def _rows(j: Column) -> Column:
@@ -91,7 +81,8 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
         "source_ts": epoch_timestamp(j["es"]),
         "snapshot": F.when(kind == "INIT", F.lit("init")),
         "key_text": null_string(),
-        "before_text": F.when(op == "d", row).when((op == "u") & old_row.isNotNull(), overlay(row, old_row)),
+        "before_text": F.when(op == "d", row),
+        "old_text": F.when((op == "u") & old_row.isNotNull(), old_row),
         "after_text": F.when(op.isin("c", "u", "r"), row),
         "row_schema": F.when(_is_ddl(j), ddl_context).otherwise(row_schema),
         "key_schema": F.when(pk.startswith("["), F.concat(F.lit('{"pkNames":'), pk, F.lit("}"))),

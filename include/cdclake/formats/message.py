@@ -24,7 +24,7 @@ from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, stat
 
 SHAPE_COLUMNS = (
     "table_id", "op", "source_pos", "source_ts", "snapshot",
-    "key_text", "before_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
+    "key_text", "before_text", "old_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
 )
 """Columns a shape computes (see :data:`cdclake.formats.PARSED_COLUMNS`)."""
 
