@@ -145,10 +145,14 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     columns = {s.name: s.columns(j, row, row_index) for s in accepted}
     out = {c: _combine(accepted, {n: cols.get(c, _null_of(c)) for n, cols in columns.items()}, _null_of(c))
            for c in SHAPE_COLUMNS}
+    # The columns are computed once, here; the rules below read them (where a message has a shape, the combined
+    # column is that shape's), so a rule on e.g. table_id does not compute it again for status and for reason.
+    df = df.select("*", *[expr.alias(c) for c, expr in out.items()])
+    computed = {c: F.col(c) for c in SHAPE_COLUMNS}
     shape_status = {}
     shape_reason = {}
     for s in accepted:
-        st, why = status(*s.rules(j, row, columns[s.name]))
+        st, why = status(*s.rules(j, row, computed))
         shape_status[s.name], shape_reason[s.name] = st, why
     accepted_names = [s.name for s in accepted]
     looks_like = F.concat(
@@ -174,7 +178,7 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     return df.select(
         "input", "file_index", "index", row_index.alias("row_index"), "line", "byte_offset", "offset",
         "key", "value",
-        *[out[c].alias(c) for c in SHAPE_COLUMNS],
+        *SHAPE_COLUMNS,
         final_status.alias("status"),
         final_reason.alias("reason"),
     )
