@@ -208,10 +208,17 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     staged = staged.withColumn("_part", F.explode(F.when(key_change, F.array(F.lit(1), F.lit(2)))
                                                   .otherwise(F.array(F.lit(0)))))
     old_key_delete = F.col("_part") == 1
-    unavailable = F.filter(
-        F.array(*[F.when(after_raw[c.name].isin(*_PLACEHOLDERS), F.lit(c.name)) for c in typing.columns]),
-        lambda x: x.isNotNull(),
-    ) if typing.columns else F.array().cast(ArrayType(StringType()))
+    no_names = F.array().cast(ArrayType(StringType()))
+    unavailable = no_names
+    if typing.columns:
+        placeholders = [after_raw[c.name].isin(*_PLACEHOLDERS) for c in typing.columns]
+        any_placeholder = placeholders[0]
+        for p in placeholders[1:]:
+            any_placeholder = any_placeholder | p
+        # The lambda is interpreted (not code-generated): run it only for the rare row that has a placeholder.
+        unavailable = F.when(any_placeholder, F.filter(
+            F.array(*[F.when(p, F.lit(c.name)) for p, c in zip(placeholders, typing.columns)]),
+            lambda x: x.isNotNull())).otherwise(no_names)
     return staged.select(
         F.when(old_key_delete, F.lit("d")).otherwise(F.col("op")).alias("op"),
         F.col("table_id"),
@@ -228,7 +235,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         F.col("input").alias("input_file"),
         F.col("line").alias("raw_line"),
         F.coalesce(F.col("offset"), F.col("byte_offset")).alias("raw_offset"),
-        F.when(old_key_delete, F.array().cast(ArrayType(StringType()))).otherwise(unavailable).alias("unavailable"),
+        F.when(old_key_delete, no_names).otherwise(unavailable).alias("unavailable"),
         F.col("patch"),
         F.col("_key_ok"),
         F.col("_cast_error"),
