@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from cdclake.exceptions import ConfigError
 from cdclake.settings import CATALOG_NAME, LakeSettings
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SQLITE_JDBC_JAR = Path("/usr/share/java/xerial-sqlite-jdbc.jar")
 POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
 
 
 def iceberg_runtime_jar() -> Path:
@@ -129,3 +131,19 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+@contextmanager
+def session_settings(spark: "SparkSession", settings: dict[str, str]) -> Iterator[None]:
+    """Set runtime SQL settings of the session for a block, then put back what was there before."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
