@@ -23,7 +23,7 @@ import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -52,7 +52,7 @@ from cdclake.formats.sqltypes import BARE_DECIMAL, ZERO_DATETIME
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
-from cdclake.landing import batch_raw_paths, read_manifest
+from cdclake.landing import batch_raw_paths
 from cdclake.records import position
 from cdclake.settings import LakeSettings
 from cdclake.spark import WHOLE_STAGE_CODEGEN, session_settings
@@ -300,8 +300,7 @@ def _current_columns(columns: list[ColumnType], renames: dict[str, str], dropped
 
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
-                    ddl: dict[str, TableDefinition], history: History, refused: dict[str, str],
-                    schema_texts: Callable[[list[tuple[str, int]]], dict[tuple[str, int], tuple[Any, Any]]]
+                    ddl: dict[str, TableDefinition], history: History, refused: dict[str, str]
                     ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
     the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove).
@@ -311,18 +310,16 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     table by name, else the message key or ``pkNames``, else a CREATE TABLE in the batch, else the default
     declared key, else the existing table's. Renamed and
     dropped columns (``history``) are mapped to their current names; ``refused`` tables (a DDL policy stopped
-    them, or their DDL was refused) get that reason. Row changes carry only hashes of their schemas
-    (:func:`_slim`); ``schema_texts`` gives the texts of the messages at some ``(input, index)`` locations.
+    them, or their DDL was refused) get that reason.
     """
-    untyped_image = F.when(F.col("row_schema").isNull() & F.col(_ROW_SCHEMA_HASH).isNull(),
+    untyped_image = F.when(F.col("row_schema").isNull(),
                            F.json_object_keys(F.coalesce("after_text", "before_text")))
     rows = (
         parsed.where(F.col("status") == "ok")
-        .groupBy("table_id", _ROW_SCHEMA_HASH, _KEY_SCHEMA_HASH)
+        .groupBy("table_id", F.xxhash64("row_schema").alias("h1"), F.xxhash64("key_schema").alias("h2"))
         .agg(
             F.first("row_schema", ignorenulls=True).alias("row_schema"),
             F.first("key_schema", ignorenulls=True).alias("key_schema"),
-            F.first(F.struct("input", "index")).alias("location"),
             F.first("key_text", ignorenulls=True).alias("key_text"),
             F.first(F.coalesce("after_text", "before_text"), ignorenulls=True).alias("sample"),
             F.array_distinct(F.flatten(F.collect_set(untyped_image))).alias("untyped_names"),
@@ -330,18 +327,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         )
         .collect()
     )
-    hashed = [(r["location"]["input"], r["location"]["index"]) for r in rows
-              if r[_ROW_SCHEMA_HASH] is not None or r[_KEY_SCHEMA_HASH] is not None]
-    texts = schema_texts(hashed)
     by_table: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
-        variant = row.asDict()
-        fetched = texts.get((row["location"]["input"], row["location"]["index"]), (None, None))
-        if row[_ROW_SCHEMA_HASH] is not None:
-            variant["row_schema"] = fetched[0]
-        if row[_KEY_SCHEMA_HASH] is not None:
-            variant["key_schema"] = fetched[1]
-        by_table[row["table_id"]].append(variant)
+        by_table[row["table_id"]].append(row)
     for tid in [*ddl, *refused]:
         by_table.setdefault(tid, [])
     typings: dict[str, TableTyping] = {}
@@ -444,26 +432,6 @@ def _stage_table(parsed: DataFrame, raw: DataFrame, typing: TableTyping, tid: st
         records.unpersist()
 
 
-_ROW_SCHEMA_HASH = "_row_schema_hash"
-_KEY_SCHEMA_HASH = "_key_schema_hash"
-
-
-def _slim(parsed: DataFrame) -> DataFrame:
-    """Parsed records as the parse cache keeps them: row changes without their raw key and value (most of the
-    data, needed again only if the change ends up quarantined: :func:`_restore_raw_text` fetches those) and with
-    only hashes of their row and key schemas (Debezium's Connect schema is about 2 KB per message, the same text
-    for every change of a table; :func:`_resolve_tables` fetches one text per hash). Other records keep all."""
-    change = F.col("status") == "ok"
-    parsed = parsed.select(
-        "*",
-        F.when(change & F.col("row_schema").isNotNull(), F.xxhash64("row_schema")).alias(_ROW_SCHEMA_HASH),
-        F.when(change & F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias(_KEY_SCHEMA_HASH),
-    )
-    for column in ("key", "value", "row_schema", "key_schema"):
-        parsed = parsed.withColumn(column, F.when(~change, F.col(column)))
-    return parsed
-
-
 def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
     """Rejected row changes with their raw key and value, fetched back from the raw records by location."""
     texts = raw.select("input", "index", F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"))
@@ -480,7 +448,6 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies) ->
     outcome = interpret(ddl_rows, policies)
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
-        record[_ROW_SCHEMA_HASH] = record[_KEY_SCHEMA_HASH] = None  # the record keeps its key schema text
         if record["status"] == "ok" and record.get("source_pos") is None:
             record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
             if record["source_pos"] is None and not table_exists(spark, record["table_id"]):
@@ -546,23 +513,13 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
     from cdclake.pipeline import NormalizeResult
 
     normalizer = get_normalizer(fmt)
-    manifest = read_manifest(settings, source, batch_id)
-    paths = batch_raw_paths(settings, source, batch_id)
-    raw = spark.read.schema(RAW_SCHEMA).json(paths)
-    first = _slim(normalizer.parse(raw)).persist()
-
-    def schema_texts(locations: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[Any, Any]]:
-        """Row and key schema texts of the messages at these locations, parsed again from their raw files."""
-        if not locations:
-            return {}
-        inputs = {i for i, _ in locations}
-        files = [p for entry, p in zip(manifest["files"], paths) if entry.get("input") in inputs] or paths
-        match = F.lit(False)
-        for input_uri, index in set(locations):
-            match = match | ((F.col("input") == input_uri) & (F.col("index") == index))
-        again = normalizer.parse(spark.read.schema(RAW_SCHEMA).json(files).where(match))
-        return {(r["input"], r["index"]): (r["row_schema"], r["key_schema"])
-                for r in again.select("input", "index", "row_schema", "key_schema").collect()}
+    raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, batch_id))
+    # The cache keeps the raw key and value only of messages that are not row changes (the rest are most of the
+    # data and are needed again only if they end up quarantined: _restore_raw_text fetches those).
+    slim = normalizer.parse(raw)
+    for column in ("key", "value"):
+        slim = slim.withColumn(column, F.when(F.col("status") != "ok", F.col(column)))
+    first = slim.persist()
     parsed = first
     try:
         policies = ddl_policies or DdlPolicies()
@@ -574,7 +531,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
         typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
-                                                  {**held, **refused, **ddl.stopped}, schema_texts)
+                                                  {**held, **refused, **ddl.stopped})
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():
