@@ -48,7 +48,7 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
-from cdclake.formats.sqltypes import BARE_DECIMAL, ZERO_DATETIME
+from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
@@ -170,7 +170,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         blank = text.isin(*_PLACEHOLDERS)
         if isinstance(c.data_type, (DateType, TimestampType, TimestampNTZType)):
             # MySQL's zero date is "no date": null (as Debezium makes it), not a value that failed to convert.
-            blank = blank | (F.ltrim(text).startswith("0000-00-00") & F.trim(text).rlike(ZERO_DATETIME))
+            blank = blank | is_zero_datetime(text)
         return F.when(blank, F.lit(None)).otherwise(text)
 
     def image(raw: _Image, present: Column) -> Column:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
 from cdclake.formats.common import null_string, epoch_timestamp, table_id
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape

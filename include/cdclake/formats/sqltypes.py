@@ -97,13 +97,12 @@ or ``:`` (Oracle GoldenGate's ``2021-06-25:17:51:53``)."""
 _ZONE = r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2}){0,2}|[A-Za-z][A-Za-z0-9_/+-]*)$"
 """A zone suffix Spark's cast understands: ``Z``, an offset (``+08``, ``+0800``, ``-05:30``) or a zone id
 (``UTC``, ``Asia/Shanghai``); PostgreSQL, Oracle and SQL Server (``datetimeoffset``) write one of these."""
-ZERO_DATETIME = r"^0000-00-00(?:[ T]00:00:00(?:\.0*)?)?$"
-"""MySQL's zero date or datetime: decoders make it null, and normalize does not count that as a failed cast."""
+_ZERO_DATETIME = r"^0000-00-00(?:[ T]00:00:00(?:\.0*)?)?$"
 _MIDNIGHT = r"(?:[ T]00:00(?::00(?:\.0*)?)?)?"
 _FULL_DATE = r"^(?!0000-00-00)\d{4}-\d{2}-\d{2}$"
 _FULL_DATETIME = r"^(?!0000-00-00)\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$"
 """The common full forms, which Spark's cast reads as they are (the decoders try them first, with one match):
-a date, and a date with seconds and up to six fraction digits. Not the zero date (:data:`ZERO_DATETIME`)."""
+a date, and a date with seconds and up to six fraction digits. Not the zero date (:func:`is_zero_datetime`)."""
 _EPOCH_SECONDS = r"^[+-]?\d+(?:\.\d+)?$"
 
 _LATIN1_ONLY = r"[^\x00-\xFF]"
@@ -115,6 +114,12 @@ so such a character means the text is not such a value (``encode`` would silentl
 
 def _null(data_type: DataType) -> Column:
     return F.lit(None).cast(data_type)
+
+
+def is_zero_datetime(text: Column) -> Column:
+    """Whether a text is MySQL's zero date or datetime (``0000-00-00[ 00:00:00[.000]]``), its "no date": the
+    decoders make it null, and normalize does not count that null as a failed cast."""
+    return F.ltrim(text).startswith("0000-00-00") & F.trim(text).rlike(_ZERO_DATETIME)
 
 
 def integer_from_text(text: Column, data_type: DataType) -> Column:
@@ -264,7 +269,7 @@ def date_from_text(text: Column) -> Column:
     """
     value = F.trim(text)
     return F.when(value.rlike(_FULL_DATE), value.cast(DateType())) \
-        .when(value.rlike(ZERO_DATETIME), _null(DateType())) \
+        .when(is_zero_datetime(value), _null(DateType())) \
         .when(value.rlike(f"^{_DATE}{_MIDNIGHT}$"), value.substr(1, 10).cast(DateType())) \
         .otherwise(_null(DateType()))
 
@@ -277,7 +282,7 @@ def timestamp_ntz_from_text(text: Column) -> Column:
     """
     value = F.trim(text)
     return F.when(value.rlike(_FULL_DATETIME), value.cast(TimestampNTZType())) \
-        .when(value.rlike(ZERO_DATETIME), _null(TimestampNTZType())) \
+        .when(is_zero_datetime(value), _null(TimestampNTZType())) \
         .when(value.rlike(_DATETIME + "$"), _datetime_text(value).cast(TimestampNTZType())) \
         .otherwise(_null(TimestampNTZType()))
 
@@ -303,7 +308,7 @@ def timestamp_from_text(text: Column) -> Column:
     value = F.trim(text)
     zone = F.regexp_replace(value, _DATETIME, "")
     return F.when(value.rlike(_FULL_DATETIME), F.concat(value, F.lit("Z")).cast(TimestampType())) \
-        .when(value.rlike(ZERO_DATETIME), _null(TimestampType())) \
+        .when(is_zero_datetime(value), _null(TimestampType())) \
         .when(value.rlike(_EPOCH_SECONDS), epoch_seconds_to_timestamp(value)) \
         .when(value.rlike(_DATETIME + "$"), F.concat(_datetime_text(value), F.lit("Z")).cast(TimestampType())) \
         .when(value.rlike(_DATETIME + _ZONE), F.concat(_datetime_text(value), zone).cast(TimestampType())) \
