@@ -100,7 +100,8 @@ def result_rows(summaries: Sequence["ValidationSummary"], *, context: RunContext
     """The rows of one run's validations, in :data:`_COLUMNS` order (pure).
 
     Args:
-        summaries: The run's validation summaries (table and batch suites).
+        summaries: The run's validation summaries (table and batch suites). Each row is filed under its
+            summary's batch (a per-source run validates each of its batches' changes), else the context's.
         context: Who ran them.
         policies: ``table_id`` -> policy name.
         statuses: ``table_id`` -> the table's status in the run.
@@ -112,8 +113,8 @@ def result_rows(summaries: Sequence["ValidationSummary"], *, context: RunContext
         for outcome in summary.outcomes:
             details = {k: v for k, v in outcome.details.items() if k != "sample_rows"}
             rows.append((
-                context.run_id, context.dag_id, context.dag_run_id, context.source, context.batch_id,
-                summary.table_id, summary.suite, policies.get(summary.table_id), statuses.get(summary.table_id),
+                context.run_id, context.dag_id, context.dag_run_id, context.source,
+                summary.batch_id or context.batch_id, summary.table_id, summary.suite, policies.get(summary.table_id), statuses.get(summary.table_id),
                 summary.success, outcome.expectation, outcome.column, outcome.success, _json(outcome.observed_value),
                 _json(details), _json(outcome.details.get("sample_rows")), str(summary.report_json),
                 None if summary.data_docs_page is None else str(summary.data_docs_page), at,
@@ -123,7 +124,7 @@ def result_rows(summaries: Sequence["ValidationSummary"], *, context: RunContext
 
 def record(spark: "SparkSession", summaries: Sequence["ValidationSummary"], *, context: RunContext,
            policies: Mapping[str, str], statuses: Mapping[str, str]) -> int:
-    """Store one run's validations of a batch, replacing what the same run stored for those tables before.
+    """Store one run's validations, replacing what the same run stored for those tables and batches before.
 
     Only the summaries' tables are replaced, so per-table tasks of one run (the per-source DAGs) keep each
     other's rows.
@@ -134,8 +135,10 @@ def record(spark: "SparkSession", summaries: Sequence["ValidationSummary"], *, c
     name = ensure_table(spark)
     rows = result_rows(summaries, context=context, policies=policies, statuses=statuses)
     tables = ", ".join(f"'{sql_literal(t)}'" for t in sorted({s.table_id for s in summaries})) or "''"
+    batch_ids = {context.batch_id} | {s.batch_id or context.batch_id for s in summaries}
+    batches = ", ".join(f"'{sql_literal(b)}'" for b in sorted(batch_ids))
     spark.sql(f"DELETE FROM {name} WHERE run_id = '{sql_literal(context.run_id)}' "
-              f"AND source = '{sql_literal(context.source)}' AND batch_id = '{sql_literal(context.batch_id)}' "
+              f"AND source = '{sql_literal(context.source)}' AND batch_id IN ({batches}) "
               f"AND table_id IN ({tables})")
     if rows:
         schema = ", ".join(f"{n} {t}" for n, t in _COLUMNS)

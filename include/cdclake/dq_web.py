@@ -42,7 +42,8 @@ class TableRun:
         table_id: ``namespace.table``.
         run_id: The validation run.
         dag_id: The Airflow DAG, or None.
-        batch_id: The validated batch.
+        batch_id: The validated batch; the newest one when the run validated the changes of several (a
+            per-source run files each batch suite under its own batch).
         status: ``passed``, ``failed``, ``warned`` or ``quarantined``.
         policy: The table's policy in the run.
         validated_at: When.
@@ -83,6 +84,7 @@ def group_runs(rows: Iterable[dict[str, Any]]) -> list[TableRun]:
                 policy=row.get("policy"), validated_at=row.get("validated_at"),
             )
         run.evaluated += 1
+        run.batch_id = max(run.batch_id, row.get("batch_id") or "")  # batch ids are zero-padded sequence numbers
         (run.passes if row.get("success") else run.failures).append(row)
         if row.get("data_docs_page"):
             run.docs_pages.setdefault(row.get("suite") or "", row["data_docs_page"])

@@ -10,7 +10,9 @@ import pytest
 from cdclake.dq_config import DqConfig, DqPolicy, Policy, parse_duration
 from cdclake.dq_suites import load_user_suite, snake_case
 from cdclake.dq_web import docs_url, group_runs, render_overview, render_run, trend_svg
+from cdclake.dq_results import RunContext, result_rows
 from cdclake.exceptions import ConfigError
+from cdclake.quality import ExpectationOutcome, ValidationSummary
 
 
 @pytest.mark.parametrize(("value", "default", "tables"), [
@@ -126,6 +128,26 @@ def test_overview_and_run_pages_show_status_failures_and_escape_values():
     assert "&lt;b&gt;x&lt;/b&gt;" in report and "<b>x</b>" not in report
     assert 'href="docs/validations/r2.html"' in report
     assert "No validation results" in render_run("r9", runs)
+
+
+def test_a_runs_batch_suites_are_filed_under_their_own_batches():
+    """A per-source run validates the table once and each of its batches' changes; each batch suite's rows carry
+    that batch, and the run shows the newest batch."""
+    def summary(suite: str, batch: str) -> ValidationSummary:
+        outcome = ExpectationOutcome("expect_column_values_to_not_be_null", "id", True, 0, {})
+        return ValidationSummary("s.orders", "r1", batch, True, (outcome,), Path(f"/dq/{suite}.json"), None,
+                                 suite=suite)
+
+    summaries = [summary("cdclake.s.orders", "00000003"), summary("cdclake_batch.s.orders", "00000002"),
+                 summary("cdclake_batch.s.orders", "00000003")]
+    rows = result_rows(summaries, context=RunContext(run_id="r1", source="src", batch_id="00000003"),
+                       policies={"s.orders": "warn"}, statuses={"s.orders": "passed"},
+                       validated_at=datetime(2026, 1, 1))
+    assert [(r[4], r[6]) for r in rows] == [("00000003", "cdclake.s.orders"), ("00000002", "cdclake_batch.s.orders"),
+                                          ("00000003", "cdclake_batch.s.orders")]
+    run, = group_runs(_row("r1", "s.orders", "expect_column_values_to_be_unique", True, "passed", 1, batch_id=b)
+                      for b in ("00000002", "00000003", "00000001"))
+    assert (run.batch_id, run.evaluated) == ("00000003", 3)
 
 
 def test_docs_url_and_trend():
