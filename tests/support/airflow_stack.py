@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import time
@@ -23,14 +22,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from cdclake import airflow_home
+from tests.support.ports import free_port
 
 START_TIMEOUT_S = 240
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

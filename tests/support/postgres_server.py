@@ -26,6 +26,8 @@ from typing import Iterator
 
 import pytest
 
+from tests.support.ports import free_port
+
 START_TIMEOUT_S = 60.0
 SYSTEM_USER = "postgres"
 
@@ -41,12 +43,6 @@ def postgres_bin_dir() -> Path:
         raise RuntimeError("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin: "
                            "apt-get install postgresql (or run .ci/bootstrap)")
     return Path(candidates[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -131,7 +127,7 @@ def start_postgres(user: str = "cdclake") -> PostgresServer:
           "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--locale=C"])
     last_error = ""
     for _ in range(3):  # the free port can be taken between choosing it and binding it
-        port = _free_port()
+        port = free_port()
         options = f"-h 127.0.0.1 -p {port} -k {directory} -c fsync=off -c max_connections=50"
         proc = subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-l",
                                                str(directory / "server.log"), "-o", options, "-w", "-t",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from typing import Iterator
 
 import pytest
 
+from tests.support.ports import free_port
+
 DUMMY_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -36,12 +37,6 @@ DUMMY_AWS_ENV = {
 """Credentials the server accepts (moto does not check them) and a region; never real ones."""
 
 START_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _answers(url: str) -> bool:
@@ -56,7 +51,7 @@ def _answers(url: str) -> bool:
 
 
 def _start(log: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("ab") as out:
         proc = subprocess.Popen(
@@ -66,7 +61,7 @@ def _start(log: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            # Most likely the port was taken between _free_port() and the bind; the caller retries.
+            # Most likely the port was taken between free_port() and the bind; the caller retries.
             return proc, ""
         if _answers(f"{url}/moto-api/"):
             return proc, url

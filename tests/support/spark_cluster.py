@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,14 +21,9 @@ from typing import Any, Iterator
 import pytest
 
 from cdclake.cluster import spark_home
+from tests.support.ports import free_port
 
 START_TIMEOUT_S = 120.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -77,7 +71,7 @@ def start_cluster(directory: Path, *, cores: int = 2, memory: str = "1536m") -> 
         RuntimeError: A process exited or the worker did not register in time (the message holds the logs' end).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    port, ui_port, worker_ui = _free_port(), _free_port(), _free_port()
+    port, ui_port, worker_ui = free_port(), free_port(), free_port()
     master_url, ui_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
     work_dir = directory / "work"
     logs = {"master": directory / "master.log", "worker": directory / "worker.log"}

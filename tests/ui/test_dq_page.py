@@ -34,7 +34,7 @@ import pytest
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
 from cdclake.demo.run import deliver, run_dag
-from tests.support.airflow_stack import free_port
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"

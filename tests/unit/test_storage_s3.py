@@ -16,7 +16,8 @@ import pytest
 
 from cdclake.exceptions import StorageError
 from cdclake.storage import LocalStore, ObjectStore, S3Store, open_store
-from tests.support.s3_server import S3Bucket, _free_port
+from tests.support.ports import free_port
+from tests.support.s3_server import S3Bucket
 
 PAYLOAD = "{\"name\": \"Zoë\", \"note\": \"ünïcödé €\"}\n".encode("utf-8")
 
@@ -235,7 +236,7 @@ def test_s3_unreachable_endpoint_raises_storage_error(
     s3_bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch, operation: str
 ) -> None:
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # fail at the first refused connection, no retry back-off
-    store = S3Store(f"s3://{s3_bucket.name}/p", endpoint_url=f"http://127.0.0.1:{_free_port()}")
+    store = S3Store(f"s3://{s3_bucket.name}/p", endpoint_url=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(StorageError) as info:
         if operation == "exists":
             store.exists("k")
