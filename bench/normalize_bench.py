@@ -659,12 +659,18 @@ def consistency(spark: "SparkSession", floor_out: str, staged: dict[str, str]) -
                                                       f"before.{dec}": str(r["before_sum"])}
                 for r in sorted(rows, key=lambda r: r["op"])}
 
+    from cdclake import normalize
+
+    def read_staged(path: str) -> "DataFrame":  # older commits (--src) staged only the accepted rows
+        reader = getattr(normalize, "read_staged", None)
+        return reader(spark, Path(path)) if reader else spark.read.parquet(path)
+
     floor = spark.read.parquet(floor_out)
     result: dict[str, Any] = {"tables": {}, "equal": True}
     for table in TABLES:
         tid = next((t for t in staged if t.endswith("." + table.name)), None)
         got_floor = agg(floor.where(F.col("table_id").endswith("." + table.name)), table)
-        got_norm = agg(spark.read.parquet(staged[tid]), table) if tid else {}
+        got_norm = agg(read_staged(staged[tid]), table) if tid else {}
         equal = got_floor == got_norm
         result["tables"][table.name] = {"floor": got_floor, "normalize": got_norm, "equal": equal}
         result["equal"] = result["equal"] and equal

@@ -65,7 +65,7 @@ from cdclake.catalog import (
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
 from cdclake.identity import spark_table_name, split_table_id
-from cdclake.normalize import staged_tables, staging_dir
+from cdclake.normalize import read_staged, staged_tables, staging_dir
 from cdclake.pipeline import ApplyResult, TableCounts
 from cdclake.settings import LakeSettings
 
@@ -763,6 +763,6 @@ def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, bat
         path = staging_dir(settings, source, batch_id) / tid
         if not path.exists():
             continue
-        results[tid] = apply_table(spark, spark.read.parquet(str(path)), tid=tid, key=info["key"],
+        results[tid] = apply_table(spark, read_staged(spark, path), tid=tid, key=info["key"],
                                    options=(options or {}).get(tid, default), source=source, batch_id=batch_id)
     return ApplyResult(source, batch_id, results)

@@ -223,7 +223,7 @@ def release(spark: "SparkSession", settings: LakeSettings, *, source: str, batch
     """
     from cdclake.apply import apply_table
     from cdclake.apply_options import ApplyOptions
-    from cdclake.normalize import staged_tables
+    from cdclake.normalize import read_staged, staged_tables
 
     batch_dir = _batch_dir(settings, source, batch_id)
     held = batch_dir / HELD_DIR / table_id
@@ -236,7 +236,7 @@ def release(spark: "SparkSession", settings: LakeSettings, *, source: str, batch
         raise ConfigError(f"batch {batch_id} of {source!r} has no staging entry for {table_id}")
     staged = batch_dir / table_id
     os.replace(held, staged)
-    counts = apply_table(spark, spark.read.parquet(str(staged)), tid=table_id, key=info["key"],
+    counts = apply_table(spark, read_staged(spark, staged), tid=table_id, key=info["key"],
                          options=options or ApplyOptions(), source=source, batch_id=batch_id)
     record.unlink()
     log.info("released batch %s of %s into %s: %s", batch_id, source, table_id, counts.to_dict())

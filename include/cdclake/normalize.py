@@ -43,7 +43,7 @@ from pyspark.sql.types import (
 
 from cdclake import ddl_history, ddl_stops, quarantine
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
-from cdclake.evolution import incompatibility
+from cdclake.evolution import fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.common import parse_json_schema
@@ -84,6 +84,10 @@ _PLACEHOLDERS = (UNAVAILABLE_VALUE, "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", 
 """The unavailable-value placeholder as text, as base64 (bytes columns) and as a one-element array."""
 
 STAGING_MARKER = "_normalized.json"
+
+REJECTED = "_rejected"
+"""Staged column: why a row change cannot be staged (no key value, a value that does not convert), null for the
+staged ones. Rejected rows are written with the rest and go to quarantine; :func:`read_staged` leaves them out."""
 
 
 @dataclass(frozen=True)
@@ -251,10 +255,14 @@ _KEEP_ON_RENORMALIZE = ("_held",)
 
 
 def _merge_columns(variants: list[list[ColumnType]]) -> tuple[ColumnType, ...]:
+    """Columns of several schemas: a column's later type wins, unless the earlier one holds it without loss (a
+    batch whose messages saw the column widened, `int` then `bigint`, types it `bigint` in whichever order)."""
     merged: dict[str, ColumnType] = {}
     for columns in variants:
         for column in columns:
-            merged[column.name] = column
+            known = merged.get(column.name)
+            if known is None or not fits(known.data_type, column.data_type):
+                merged[column.name] = column
     return tuple(merged.values())
 
 
@@ -405,31 +413,42 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
 
 def _stage_table(parsed: DataFrame, raw: DataFrame, typing: TableTyping, tid: str, path: Path,
                  rejected: list[DataFrame], *, batch_id: str, source: str, fmt: str) -> int:
-    """Type one table's records and write them to ``path``; rows that fail (no key value, a value that does not
-    convert) are added to ``rejected`` instead. Returns the number of staged records."""
+    """Type one table's records and write them to ``path`` in one pass; rows that fail (no key value, a value that
+    does not convert) are written too, with their :data:`REJECTED` reason, and added to ``rejected`` from the
+    written files. Returns the number of staged records."""
+    spark = parsed.sparkSession
     records = canonical_records(
         parsed.where((F.col("status") == "ok") & (F.col("table_id") == tid))
         .select("*", *[F.col(c).alias(f"_q_{c}") for c in quarantine.PASSTHROUGH]),
         typing, batch_id=batch_id, source=source, fmt=fmt,
-    ).persist()
-    try:
-        good = F.col("_key_ok") & F.col("_cast_error").isNull()
-        keep = [c for c in records.columns if not c.startswith("_")]
-        records.where(good).select(*keep).write.mode("overwrite").parquet(str(path))
-        tally = records.agg(F.count_if(good).alias("good"), F.count_if(~good).alias("bad")).first()
-        if tally["bad"]:
-            missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
-            rejected.append(_restore_raw_text(raw, (
-                records.where(~good)
-                .dropDuplicates(["_q_input", "_q_index"])
-                .select(*[F.col(f"_q_{c}").alias(c) for c in quarantine.PASSTHROUGH],
-                        F.when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error"))
-                        .alias("reason"))
-                .localCheckpoint()
-            )))
-        return int(tally["good"])
-    finally:
-        records.unpersist()
+    )
+    missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
+    reason = F.when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error"))
+    records = records.select("*", reason.alias(REJECTED))
+    # No filter between the typing and the write: Spark would push it below the typing and run every decoder
+    # twice. Where a row is staged, its quarantine columns are null (nothing to store).
+    rejects_only = [F.when(F.col(REJECTED).isNotNull(), F.col(f"_q_{c}")).alias(f"_q_{c}")
+                    for c in quarantine.PASSTHROUGH]
+    keep = [c for c in records.columns if not c.startswith("_")]
+    records.select(*keep, REJECTED, *rejects_only).write.mode("overwrite").parquet(str(path))
+    written = spark.read.parquet(str(path))
+    tally = written.agg(F.count_if(F.col(REJECTED).isNull()).alias("good"),
+                        F.count_if(F.col(REJECTED).isNotNull()).alias("bad")).first()
+    if tally["bad"]:
+        rejected.append(_restore_raw_text(raw, (
+            written.where(F.col(REJECTED).isNotNull())
+            .dropDuplicates(["_q_input", "_q_index"])
+            .select(*[F.col(f"_q_{c}").alias(c) for c in quarantine.PASSTHROUGH], F.col(REJECTED).alias("reason"))
+        )))
+    return int(tally["good"])
+
+
+def read_staged(spark: SparkSession, path: Path) -> DataFrame:
+    """A table's staged canonical records (rows normalize rejected, kept in the same files, left out)."""
+    staged = spark.read.parquet(str(path))
+    if REJECTED not in staged.columns:  # staged by something else than normalize (held changes, tests)
+        return staged
+    return staged.where(F.col(REJECTED).isNull()).select(*[c for c in staged.columns if not c.startswith("_")])
 
 
 def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:

@@ -284,7 +284,7 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
     """
     from cdclake.apply import apply_table
     from cdclake.exceptions import StorageError
-    from cdclake.normalize import staged_tables, staging_dir
+    from cdclake.normalize import read_staged, staged_tables, staging_dir
 
     tables = staged_tables(settings, source, batch_id)
     if not tables:
@@ -299,7 +299,7 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
         return TableCounts(rows_before=rows, rows_after=rows)
     from cdclake.apply_options import ApplyOptions
 
-    return apply_table(spark, spark.read.parquet(str(path)), tid=table_id, key=tables[table_id]["key"],
+    return apply_table(spark, read_staged(spark, path), tid=table_id, key=tables[table_id]["key"],
                        options=options or ApplyOptions(), source=source, batch_id=batch_id)
 
 
@@ -373,7 +373,7 @@ def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, s
         share: The batch's quarantined share (:func:`quarantined_share`), when the caller has it.
     """
     from cdclake import dq_suites
-    from cdclake.normalize import staging_dir
+    from cdclake.normalize import read_staged, staging_dir
     from cdclake.quality import batch_suite_name, validate_table
 
     staged = staging_dir(settings, source, batch_id) / table_id
@@ -381,7 +381,7 @@ def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, s
         return None
     if share is None:
         share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
-    changes = dq_suites.batch_frame(spark.read.parquet(str(staged)), quarantined_share=share)
+    changes = dq_suites.batch_frame(read_staged(spark, staged), quarantined_share=share)
     return validate_table(
         changes, table_id=table_id, key_columns=[], expected_row_count=None, dq_root=settings.dq_root,
         run_id=run_id, batch_id=batch_id, suite=batch_suite_name(table_id),

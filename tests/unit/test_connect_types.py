@@ -36,7 +36,7 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats.connect import column_type, struct_columns
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
-from cdclake.normalize import normalize_batch, staging_dir
+from cdclake.normalize import normalize_batch, read_staged, staging_dir
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -380,7 +380,7 @@ def test_typed_after_image_through_normalize(spark, session_lake):
 
     tid = f"typed.{table}"
     assert result.tables == {tid: 1} and result.quarantined == 0
-    staged = spark.read.parquet(str(staging_dir(session_lake, source, batch_id) / tid))
+    staged = read_staged(spark, staging_dir(session_lake, source, batch_id) / tid)
     after_type = staged.schema["after"].dataType
     assert [(f.name, f.dataType) for f in after_type.fields] == [
         ("id", IntegerType()), ("amount", DecimalType(31, 4)), ("big", DecimalType(20, 0)),

@@ -53,7 +53,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
-from cdclake.normalize import normalize_batch, staging_dir
+from cdclake.normalize import normalize_batch, read_staged, staging_dir
 from cdclake.pipeline import NormalizeResult
 from tests.support.seeds import SEEDS
 
@@ -124,7 +124,7 @@ def land_and_normalize(spark, settings, source: str, files: list[tuple[str, str]
 
 def staged(spark, settings, batch: Batch, table_id: str) -> tuple[StructType, list[Row]]:
     """The staged canonical records of one table, in position order, with ``source_ts`` as epoch millis."""
-    df = spark.read.parquet(str(staging_dir(settings, batch.source, batch.batch_id) / table_id))
+    df = read_staged(spark, staging_dir(settings, batch.source, batch.batch_id) / table_id)
     rows = df.select("*", F.unix_millis("source_ts").alias("source_ts_ms")).orderBy("position").collect()
     return df.schema, rows
 

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
-from cdclake.normalize import normalize_batch, staging_dir
+from cdclake.normalize import normalize_batch, read_staged, staging_dir
 from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -61,7 +61,7 @@ def run(spark, settings, source: str, names: list[str], fmt: str, keys: list[str
 
 
 def staged(spark, settings, source: str, batch_id: str, table: str) -> list[Any]:
-    df = spark.read.parquet(str(staging_dir(settings, source, batch_id) / table))
+    df = read_staged(spark, staging_dir(settings, source, batch_id) / table)
     return df.orderBy("position", "op").collect()
 
 
@@ -270,6 +270,24 @@ def test_mysql_zero_dates_become_null_not_failed_casts(spark, session_lake, sour
     (rejected,) = quarantined(spark, source)
     assert rejected.reason == ('value does not convert to the column type: after column c4 (timestamp_ntz): '
                                '["2021-00-00 00:00:00"]')
+
+
+def test_a_batch_whose_messages_widen_columns_types_them_with_the_wider_types(spark, session_lake, source):
+    # canal reports each message's column types. Column v is int in the first message and bigint in the second,
+    # w the other way round: whichever schema the batch's schema pass sees last, both are typed bigint.
+    def message(n: int, v: tuple[str, str, int], w: tuple[str, str, int]) -> str:
+        return json.dumps({"data": [{"id": "1", "v": v[0], "w": w[0]}], "database": "db", "es": 1683008289000 + n,
+                           "id": n, "isDdl": False, "mysqlType": {"id": "int", "v": v[1], "w": w[1]}, "old": None,
+                           "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "v": v[2], "w": w[2]}, "table": "t",
+                           "ts": 1683008289719 + n, "type": "INSERT" if n == 1 else "UPDATE"})
+    content = (message(1, ("30", "int", 4), ("40000000000", "bigint", -5)) + "\n"
+               + message(2, ("30000000000", "bigint", -5), ("40", "int", 4)) + "\n")
+    batch_id, _, _, _ = land_files(session_lake, source=source,
+                                   files=[InputFile(f"mem://{source}/w.jsonl", content.encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({"db.t": 2}, 0)
+    rows = staged(spark, session_lake, source, batch_id, "db.t")
+    assert [(r.after.v, r.after.w) for r in rows] == [(30, 40000000000), (30000000000, 40)]
 
 
 def test_ckafka_truncate_without_position_takes_the_next_rows_position(spark, session_lake, source):
