@@ -377,7 +377,8 @@ def _committed_batch(spark: SparkSession, tid: str, source: str, batch_id: str) 
 
 def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
                 bookkeeping: Sequence[tuple[str, str]], key: Sequence[str], layout: str) -> list[StructField]:
-    """Create a table's changelog or history table if missing, or add the table's new columns to it.
+    """Create a table's changelog or history table if missing, or add the table's new columns to it and widen the
+    columns the table widened.
 
     Args:
         side: ``namespace.table`` of the side table (its namespace is created when missing).
@@ -398,10 +399,14 @@ def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
                   f"('format-version'='2', 'write.merge.mode'='merge-on-read', "
                   f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
     existing = list(table_schema(spark, side).fields)
-    present = {f.name for f in existing}
+    present = {f.name: f.dataType for f in existing}
     for f in columns:
         if f.name not in present:
             spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")
+        elif widening(present[f.name], f.dataType):
+            spark.sql(f"ALTER TABLE {name} ALTER COLUMN {_q(f.name)} TYPE {f.dataType.simpleString()}")
+            log.info("%s: widened column %s %s -> %s", side, f.name, present[f.name].simpleString(),
+                     f.dataType.simpleString())
     return existing
 
 

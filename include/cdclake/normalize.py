@@ -46,6 +46,7 @@ from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, ta
 from cdclake.evolution import fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
+from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
@@ -55,7 +56,7 @@ from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths
 from cdclake.records import position
 from cdclake.settings import LakeSettings
-from cdclake.spark import WHOLE_STAGE_CODEGEN, session_settings
+from cdclake.spark import CASE_SENSITIVE, WHOLE_STAGE_CODEGEN, session_settings
 
 if TYPE_CHECKING:
     from cdclake.pipeline import NormalizeResult
@@ -97,7 +98,8 @@ class TableTyping:
     columns: tuple[ColumnType, ...]
     key: tuple[str, ...]
     aliases: tuple[tuple[str, str], ...] = ()
-    """``(old, current)`` column names: images that carry ``old`` (written before a rename) fill ``current``."""
+    """``(old, current)`` column names: images that carry ``old`` (written before a rename, or another spelling of
+    the name in case) fill ``current``."""
 
     def sources(self, name: str) -> list[str]:
         """The image fields a column is read from: its own name, then the names it had before renames."""
@@ -266,6 +268,41 @@ def _merge_columns(variants: list[list[ColumnType]]) -> tuple[ColumnType, ...]:
     return tuple(merged.values())
 
 
+def _fold_case(columns: list[ColumnType], preferred: list[str]) -> tuple[list[ColumnType], dict[str, str]]:
+    """Columns whose names differ only in case (MySQL's names are case-insensitive; a column renamed `k1` -> `K1`)
+    folded into one, as Spark resolves names case-insensitively. Its name is the ``preferred`` spelling (the
+    table's), else the lower-case one if used, else the first in sort order; its type the wider one
+    (:func:`_merge_columns`).
+
+    Returns:
+        The folded columns, and ``{other spelling: name}`` for the images that use another spelling.
+    """
+    spelling = {name.lower(): name for name in preferred}
+    for name in sorted({c.name for c in columns}, key=lambda n: (n != n.lower(), n)):
+        spelling.setdefault(name.lower(), name)
+    spelled: list[list[ColumnType]] = []
+    aliases: dict[str, str] = {}
+    for column in columns:
+        name = spelling.setdefault(column.name.lower(), column.name)
+        if name != column.name:
+            aliases[column.name] = name
+            column = replace(column, name=name)
+        spelled.append([column])
+    return list(_merge_columns(spelled)), aliases
+
+
+def _case_clash(columns: list[ColumnType]) -> str | None:
+    """Why one schema's columns cannot be typed: two of them differ only in case (PostgreSQL's quoted names can),
+    which Spark cannot tell apart; else None."""
+    seen: dict[str, str] = {}
+    for column in columns:
+        other = seen.setdefault(column.name.lower(), column.name)
+        if other != column.name:
+            return (f"columns {other} and {column.name} differ only in case, which Spark's column names cannot "
+                    "tell apart: rename one at the source (or map the table with a view), then replay")
+    return None
+
+
 def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) -> list[ColumnType]:
     """Column types of payload-only images by Spark's JSON inference (JVM), in the sample image's column order."""
     encoder = spark._jvm.org.apache.spark.sql.Encoders.STRING()  # type: ignore[union-attr]
@@ -320,7 +357,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     dropped columns (``history``) are mapped to their current names; ``refused`` tables (a DDL policy stopped
     them, or their DDL was refused) get that reason.
     """
-    untyped_image = F.when(F.col("row_schema").isNull(),
+    # Images without a schema, and canal-family images (whose `data` may carry a column `mysqlType` does not list):
+    # their field names, so that no value is dropped for want of a type. A Connect schema lists every field.
+    untyped_image = F.when(F.col("row_schema").isNull() | F.col("row_schema").startswith(SQLTYPES_SCHEMA_PREFIX),
                            F.json_object_keys(F.coalesce("after_text", "before_text")))
     rows = (
         parsed.where(F.col("status") == "ok")
@@ -353,10 +392,14 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if not exists and tid not in ddl and variants and not sum(v["changes"] for v in variants):
             idle[tid] = _NOTHING_TO_TRUNCATE
             continue
+        spellings: dict[str, str] = {}
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
-            columns = _current_columns(list(_merge_columns([table_columns(s) for s in schemas if s])),
-                                       renames, dropped)
+            variant_columns = [table_columns(s) for s in schemas if s]
+            clash = next((why for v in variant_columns for why in [_case_clash(v)] if why), None)
+            if clash:
+                raise SchemaError(clash)
+            columns = _current_columns(list(_merge_columns(variant_columns)), renames, dropped)
             current = _existing_columns(spark, tid) if exists else []
             known = _current_columns(list(_merge_columns([current, list(declared.columns.values())])),
                                      renames, dropped)
@@ -367,9 +410,10 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 precise = {c.name: c for c in known}
                 columns = [precise[c.name] if c.data_type == BARE_DECIMAL and c.name in precise else c
                            for c in columns]
-            names = {c.name for c in columns}
+            columns, spellings = _fold_case(columns, [c.name for c in known])
+            names = {c.name.lower() for c in columns}
             untyped = sorted({renames.get(n, n) for v in variants for n in (v["untyped_names"] or [])
-                              if n not in dropped} - names)
+                              if n not in dropped and renames.get(n, n).lower() not in names})
             if untyped:
                 texts = parsed.where((F.col("table_id") == tid) & (F.col("status") == "ok")).select(
                     F.coalesce("after_text", "before_text").alias("value")).where(F.col("value").isNotNull())
@@ -392,6 +436,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 break
         key = [renames.get(k, k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
             or (key_columns_of(spark, tid) if exists else [])
+        spelled = {c.name.lower(): c.name for c in columns}
+        key = [spelled.get(k.lower(), k) for k in key]
         if not key:
             problems[tid] = (
                 f"table {tid} has no primary key: the messages carry no key; declare one with "
@@ -406,8 +452,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if not columns:
             problems[tid] = f"table {tid}: no column types (no schema, no existing table, no row images)"
             continue
-        typings[tid] = TableTyping(tuple(columns), tuple(key),
-                                   tuple((old, new) for old, new in renames.items() if new in names))
+        aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
+        typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
     return typings, problems, idle
 
 
@@ -575,7 +621,9 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         # Typing fuses every column's decoders (both images, the key, the failure checks) into one stage, whose
         # whole-stage generated method passes the JVM's 64 KB limit already for the benchmark's 8-column tables:
         # Spark would log the failed compile as an error and run the stage without whole-stage code generation.
-        with session_settings(spark, {WHOLE_STAGE_CODEGEN: "false"}):
+        # Case-sensitive names while typing: an image struct may hold a column under two spellings (`k1`, `K1`;
+        # TableTyping.aliases), read apart and folded into one column.
+        with session_settings(spark, {WHOLE_STAGE_CODEGEN: "false", CASE_SENSITIVE: "true"}):
             for tid, typing in typings.items():
                 staged[tid] = _stage_table(parsed, raw, typing, tid, out / tid, rejected,
                                            batch_id=batch_id, source=source, fmt=fmt)

@@ -30,6 +30,7 @@ ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SQLITE_JDBC_JAR = Path("/usr/share/java/xerial-sqlite-jdbc.jar")
 POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
+CASE_SENSITIVE = "spark.sql.caseSensitive"
 
 
 def iceberg_runtime_jar() -> Path:

@@ -290,6 +290,71 @@ def test_a_batch_whose_messages_widen_columns_types_them_with_the_wider_types(sp
     assert [(r.after.v, r.after.w) for r in rows] == [(30, 40000000000), (30000000000, 40)]
 
 
+def test_a_column_widened_in_a_later_batch_widens_the_table_its_changelog_and_history(spark, session_lake, source):
+    from cdclake.apply import changelog_table_id, history_table_id
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.catalog import table_schema
+    from cdclake.identity import spark_table_name
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"w{uuid.uuid4().hex[:8]}"  # the session lake is shared: a table of this test's own
+    first = {"data": [{"id": "1", "v": "30"}], "database": db, "es": 1683008289000, "id": 1, "isDdl": False,
+             "mysqlType": {"id": "int", "v": "int"}, "old": None, "pkNames": ["id"], "sql": "",
+             "sqlType": {"id": 4, "v": 4}, "table": "t", "ts": 1683008289719, "type": "INSERT"}
+    second = {**first, "data": [{"id": "1", "v": "30000000000"}], "old": [{"v": "30"}], "id": 2, "es": 1683168079000,
+              "mysqlType": {"id": "int", "v": "bigint"}, "sqlType": {"id": 4, "v": -5}, "type": "UPDATE"}
+    for n, doc in enumerate([first, second]):
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{n}.jsonl", (json.dumps(doc) + "\n").encode("utf-8"))])
+        assert normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal").quarantined == 0
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions(history=True))
+    tid = f"{db}.t"
+    assert dump_rows(session_lake, tid) == [{"id": 1, "v": 30000000000}]
+    for table in (tid, changelog_table_id(tid), history_table_id(tid)):
+        assert table_schema(spark, table)["v"].dataType.simpleString() == "bigint", table
+    values = spark.table(spark_table_name(changelog_table_id(tid))).orderBy("_cdc_position").select("v").collect()
+    assert [r.v for r in values] == [30, 30000000000]
+
+
+def test_a_canal_column_that_mysqltype_does_not_list_is_kept(spark, session_lake, source):
+    # Flink's canal-data-with-init.txt has rows with a column `other` that `mysqlType` does not list: its values
+    # are kept (typed by inference over the images), not dropped.
+    doc = {"data": [{"id": "1", "name": "a", "other": "val1"}, {"id": "2", "name": "b", "other": None}],
+           "database": "db", "es": 1589373515000, "id": 3, "isDdl": False,
+           "mysqlType": {"id": "INTEGER", "name": "VARCHAR(255)"}, "old": None, "pkNames": ["id"], "sql": "",
+           "sqlType": {"id": 4, "name": 12}, "table": "t2", "ts": 1589373515477, "type": "INSERT"}
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/x.jsonl", (json.dumps(doc) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({"db.t2": 2}, 0)
+    rows = staged(spark, session_lake, source, batch_id, "db.t2")
+    assert [r.after.asDict() for r in rows] == [{"id": 1, "name": "a", "other": "val1"},
+                                                {"id": 2, "name": "b", "other": None}]
+
+
+def test_column_names_that_differ_only_in_case_are_one_column(spark, session_lake, source):
+    # MySQL column names are case-insensitive: `k1` in one message and `K1` in a later one (Paimon's
+    # case-insensitive test) are one column. A schema that has both (PostgreSQL's quoted names can) is quarantined
+    # with the reason; the other tables of the batch proceed.
+    def message(n: int, table: str, row: dict[str, str]) -> str:
+        return json.dumps({"data": [row], "database": "db", "es": 1684770070000 + n, "id": n, "isDdl": False,
+                           "mysqlType": {c: "int" if c.lower() == "k1" else "varchar(10)" for c in row},
+                           "old": None, "pkNames": [next(iter(row))], "sql": "", "sqlType": {}, "table": table,
+                           "ts": 1684770071286 + n, "type": "INSERT"})
+    lines = [message(1, "other", {"id": "1", "v": "a"}), message(2, "t1", {"k1": "5", "v0": "five"}),
+             message(3, "t1", {"K1": "7", "v0": "seven"}), message(4, "t2", {"k1": "1", "K1": "2"})]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/c.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({"db.other": 1, "db.t1": 2}, 1)
+    rows = staged(spark, session_lake, source, batch_id, "db.t1")
+    assert [(r.key.asDict(), r.after.asDict()) for r in rows] == [
+        ({"k1": 5}, {"k1": 5, "v0": "five"}), ({"k1": 7}, {"k1": 7, "v0": "seven"})]
+    (rejected,) = quarantined(spark, source)
+    assert rejected.reason.startswith("table db.t2: columns k1 and K1 differ only in case"), rejected.reason
+
+
 def test_ckafka_truncate_without_position_takes_the_next_rows_position(spark, session_lake, source):
     truncate = {"data": None, "database": "inventory", "es": 1655812326, "id": 0, "isDdl": True, "sql":
                 "TRUNCATE TABLE `customers`", "table": "customers", "type": "TRUNCATE", "pkNames": None}

@@ -34,6 +34,8 @@ from cdclake.records import hex_segment
 
 DML_TYPES = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
 DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX", "DDL", "INIT_DDL")
+SQLTYPES_SCHEMA_PREFIX = '{"sqltypes":'
+"""How a row change's ``row_schema`` begins: the message's SQL types (``mysqlType``/``columnType``, ``sqlType``)."""
 
 
 def _type(j: Column) -> Column:
@@ -70,7 +72,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     id_ = F.trim(j["id"])
     types = F.coalesce(j["mysqlType"], j["columnType"], F.lit("null"))
     row_schema = F.concat(
-        F.lit('{"sqltypes":{"dialect":"'), dialect(j["dbType"]), F.lit('","types":'), types,
+        F.lit(SQLTYPES_SCHEMA_PREFIX + '{"dialect":"'), dialect(j["dbType"]), F.lit('","types":'), types,
         F.lit(',"codes":'), F.coalesce(j["sqlType"], F.lit("null")), F.lit("}}"))
     ddl_context = F.to_json(F.struct(dialect(j["dbType"]).alias("dialect"), namespace.alias("namespace"),
                                      j["table"].alias("table")))
