@@ -1,7 +1,9 @@
 """Reading lake tables without Spark (pyiceberg on the same JDBC catalog): fast for the CLI and the demo.
 
 Rows are rendered JSON-ready: decimals as strings (with the column's scale), dates as ``YYYY-MM-DD``, timestamps
-without zone as ``YYYY-MM-DDTHH:MM:SS.ffffff``, timestamps with zone in UTC with a ``Z`` suffix, binary as base64.
+without zone as ``YYYY-MM-DDTHH:MM:SS.ffffff``, timestamps with zone in UTC with a ``Z`` suffix, binary as base64,
+``float`` (32-bit) columns as the shortest decimal that is the same float (MySQL FLOAT ``5.17``, not the double
+``5.170000076293945`` Python widens it to).
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import math
+import struct
 from typing import Any
 
 from cdclake.catalog import BOOKKEEPING_PREFIX, KEY_COLUMNS_PROPERTY, is_meta_namespace, pyiceberg_catalog
@@ -73,6 +77,19 @@ def render(value: Any) -> Any:
     return value
 
 
+def shortest_float32(value: float | None) -> float | None:
+    """A 32-bit float as the shortest decimal that reads back as the same 32-bit float (``5.17``, not
+    ``5.170000076293945``)."""
+    if value is None or not math.isfinite(value):
+        return value
+    single = struct.unpack("f", struct.pack("f", value))[0]
+    for digits in range(1, 10):  # 9 significant digits always round-trip a float32
+        shorter = float(f"{single:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", shorter))[0] == single:
+            return shorter
+    return single
+
+
 def _sort_key(value: Any) -> tuple[int, Any]:
     return (0, "") if value is None else (1, value)
 
@@ -89,6 +106,7 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
         ConfigError: No such table.
     """
     from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.types import FloatType
 
     split_table_id(table_id)
     if table_id not in list_tables(settings):
@@ -101,7 +119,8 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
     rows = table.scan(selected_fields=tuple(names)).to_arrow().to_pylist()
     key = [k for k in table.properties.get(KEY_COLUMNS_PROPERTY, "").split(",") if k] or names[:1]
     rows.sort(key=lambda r: tuple(_sort_key(r[k]) for k in key))
-    return [{n: render(r[n]) for n in names} for r in rows]
+    singles = {f.name for f in table.schema().fields if isinstance(f.field_type, FloatType)}
+    return [{n: shortest_float32(r[n]) if n in singles else render(r[n]) for n in names} for r in rows]
 
 
 def quarantine_rows(settings: LakeSettings, *, source: str | None = None, batch_id: str | None = None,

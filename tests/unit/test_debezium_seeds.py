@@ -290,6 +290,18 @@ def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, sourc
     assert all(r.input_file == f"mem://{source}/pg.kcat.jsonl" for r in rows)
 
 
+def test_a_key_in_the_envelope_with_a_null_schema_is_its_payload(spark, session_lake, source):
+    # Kafka Connect's JSON converter with schemas enabled writes a key without a schema as
+    # {"schema": null, "payload": {...}} (Apache Paimon's Debezium test data keys every message so).
+    topic = "PostgreSQL_server.public.customers"
+    key = json.dumps({"schema": None, "payload": {"id": 1}})
+    lines = [kcat(0, key, text("pg_create.json"), topic=topic), kcat(1, key, text("pg_update.json"), topic=topic)]
+    batch = land_and_normalize(spark, session_lake, source, [("pg.kcat.jsonl", "\n".join(lines) + "\n")])
+    assert (batch.result.tables, batch.result.quarantined) == ({"public.customers": 2}, 0)
+    _, rows = staged(spark, session_lake, batch, "public.customers")
+    assert [(r.op, r.key) for r in rows] == [("r", Row(id=1)), ("u", Row(id=1))]
+
+
 def test_postgresql_key_with_trailing_comma_is_quarantined(spark, session_lake, source):
     topic = "PostgreSQL_server.public.customers"
     broken_key = text("pg_key_trailing_comma.json")
@@ -535,3 +547,22 @@ def test_mysql_binlog_positions_file_sequence_wins(spark, session_lake, source):
     assert [split_position(r.position)[0] for r in rows] == [mysql_prefix(*events[i]) for i in numeric]
     position = {r.after.id: r.position for r in rows}
     assert position[1] < position[0]  # mysql-bin.000003 pos 154 < mysql-bin.000010 pos 4
+
+
+def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, session_lake, source):
+    # Flink CDC's debezium-json writes MySQL events with `"file": "", "pos": 0` (Apache Paimon's Debezium test data):
+    # older than any binlog position, in arrival order among themselves.
+    base = json.loads(text("dtle_create_snapshot.json"))
+    lines = []
+    for i, (file, pos) in enumerate([("", 0), ("", 0), ("mysql-bin.000003", 154), ("", 0)]):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(file=file, pos=pos, row=0, snapshot="false")
+        event["payload"]["op"] = "c"
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("flink.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["inventory.customers=id"]))
+    assert batch.result.quarantined == 0
+    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    assert [r.after.id for r in rows] == [0, 1, 3, 2]
+    assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 3 + [mysql_prefix("mysql-bin.000003", 154, 0)]

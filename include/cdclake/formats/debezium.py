@@ -36,6 +36,12 @@ def _body(j: Column) -> Column:
         F.struct(*[j[f.name].alias(f.name) for f in BODY_FIELDS]))
 
 
+NO_BINLOG_POSITION = "0" * 48
+"""The source position of MySQL events whose binlog coordinates are empty (``"file": "", "pos": 0``, as Flink CDC's
+debezium-json writes them): older than every binlog position, so their order is arrival order (the position's
+landing tail), and a change with real coordinates wins over them."""
+
+
 def binlog_position(file: Column, pos: Column, row: Column) -> Column:
     """MySQL binlog coordinates -> file sequence number + pos + row (16 hex digits each), or null."""
     seq = F.regexp_extract(file, r"(\d+)$", 1)
@@ -58,6 +64,7 @@ def _source_position(src: Column) -> Column:
         .when(commit_lsn.isNotNull() | change_lsn.isNotNull(),
               F.concat(lsn_hex(commit_lsn), lsn_hex(change_lsn),
                        hex_segment(F.coalesce(src["event_serial_no"], F.lit("0")))))
+        .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"), F.lit(NO_BINLOG_POSITION))
         .otherwise(binlog_position(src["file"], src["pos"], src["row"]))
     )
 
@@ -71,10 +78,15 @@ def _source_ts(src: Column, envelope_ts: Column) -> Column:
     )
 
 
+_NULL_SCHEMA_ENVELOPE = r'^\s*\{\s*"schema"\s*:\s*null\s*,\s*"payload"\s*:'
+"""A message key in the JSON converter's envelope whose schema is null (its `payload` is the key)."""
+
+
 def _key(j: Column) -> tuple[Column, Column]:
     """(key payload text, key schema text) of the message key."""
     k = F.from_json(F.col("key"), KEY_SCHEMA, FROM_JSON_OPTIONS)
-    enveloped = k["payload"].isNotNull() & k["schema"].isNotNull()
+    # The JSON converter (schemas enabled) writes `{"schema": null, "payload": ...}` for a key it has no schema for.
+    enveloped = k["payload"].isNotNull() & (k["schema"].isNotNull() | F.col("key").rlike(_NULL_SCHEMA_ENVELOPE))
     text = F.when(enveloped, unquote_json_text(k["payload"])).otherwise(unquote_json_text(F.col("key")))
     return text, F.when(enveloped, k["schema"])
 
