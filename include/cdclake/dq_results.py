@@ -114,7 +114,8 @@ def result_rows(summaries: Sequence["ValidationSummary"], *, context: RunContext
             details = {k: v for k, v in outcome.details.items() if k != "sample_rows"}
             rows.append((
                 context.run_id, context.dag_id, context.dag_run_id, context.source,
-                summary.batch_id or context.batch_id, summary.table_id, summary.suite, policies.get(summary.table_id), statuses.get(summary.table_id),
+                summary.batch_id or context.batch_id, summary.table_id, summary.suite,
+                policies.get(summary.table_id), statuses.get(summary.table_id),
                 summary.success, outcome.expectation, outcome.column, outcome.success, _json(outcome.observed_value),
                 _json(details), _json(outcome.details.get("sample_rows")), str(summary.report_json),
                 None if summary.data_docs_page is None else str(summary.data_docs_page), at,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import functions as F
 
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files

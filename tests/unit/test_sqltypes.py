@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import math
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
