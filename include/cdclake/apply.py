@@ -136,12 +136,19 @@ def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Seq
         for c in columns
     ]
     marks = [f"t.{_q(n)} = s.{_q(n)}" for n, _ in _bookkeeping(soft)]
+    # Soft mode: a delete that carries the values of an earlier change of the batch (carry_into_soft_deletes) sets
+    # them, so the flagged row holds the key's last values.
+    kept = [
+        f"t.{_q(c)} = CASE WHEN s._carried AND NOT array_contains(s._unavailable, '{sql_literal(c)}') THEN s.{_q(c)} "
+        f"ELSE t.{_q(c)} END"
+        for c in columns
+    ]
     all_cols = [*key, *columns, *(n for n, _ in _bookkeeping(soft))]
     insert = f"INSERT ({', '.join(_q(c) for c in all_cols)}) VALUES ({', '.join('s.' + _q(c) for c in all_cols)})"
     if soft:
         return (
             f"MERGE INTO {target} t USING {source_view} s ON {on}\n"
-            f"WHEN MATCHED AND s._action IN ('delete', 'noop') AND {newer} THEN UPDATE SET {', '.join(marks)}\n"
+            f"WHEN MATCHED AND s._action IN ('delete', 'noop') AND {newer} THEN UPDATE SET {', '.join(kept + marks)}\n"
             f"WHEN MATCHED AND s._action IN ('insert', 'update') AND {newer} "
             f"THEN UPDATE SET {', '.join(values + marks)}\n"
             f"WHEN NOT MATCHED AND s._action IN ('insert', 'noop') THEN {insert}"
@@ -295,6 +302,23 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
         .otherwise("insert")
     )
     return joined.withColumn("_action", action).drop("_stored_position", "_stored_live", "_tomb_position")
+
+
+def carry_into_soft_deletes(classified: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    """Soft mode: a flagged row keeps the key's last values. A delete whose key had an earlier change in the batch
+    that carried values (an insert or update, not stale) takes them, with that change's unavailable columns, and
+    ``_carried`` true; other rows get ``_carried`` false (pure)."""
+    w = Window.partitionBy(*key).orderBy("_cdc_position").rowsBetween(Window.unboundedPreceding, -1)
+    carried = F.col("_action").isin("insert", "update")
+    previous = F.last(F.when(carried, F.struct(*[F.col(c).alias(c) for c in columns],
+                                               F.col("_unavailable").alias("_unavailable"))),
+                      ignorenulls=True).over(w)
+    out = classified.withColumn("_prev", previous)
+    take = F.col("_action").isin("delete", "noop") & F.col("_prev").isNotNull()
+    out = out.withColumn("_carried", take)
+    for c in [*columns, "_unavailable"]:
+        out = out.withColumn(c, F.when(F.col("_carried"), F.col("_prev")[c]).otherwise(F.col(c)))
+    return out.drop("_prev")
 
 
 def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
@@ -681,7 +705,7 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             log.info("table %s: %s at %s removed %d rows", tid,
                      "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows)
             faults.point("apply:after-cut")
-        winners = latest_per_key(classified, key)
+        winners = latest_per_key(carry_into_soft_deletes(classified, key, value_columns) if soft else classified, key)
         counts = {r["_action"]: r["count"] for r in winners.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
         noop = counts.get("noop", 0)

@@ -566,3 +566,21 @@ def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, sessi
     _, rows = staged(spark, session_lake, batch, "inventory.customers")
     assert [r.after.id for r in rows] == [0, 1, 3, 2]
     assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 3 + [mysql_prefix("mysql-bin.000003", 154, 0)]
+
+
+def test_a_source_time_of_zero_is_unknown(spark, session_lake, source):
+    # Older MySQL connectors send snapshot reads with source.ts_ms 0: not 1970, but unknown; the envelope's ts_ms
+    # (when the connector read the row) stands in, and without one the source time is null.
+    base = json.loads(text("dtle_create_snapshot.json"))
+    lines = []
+    for i, envelope_ts in enumerate([1700000000123, None]):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(ts_ms=0, ts_sec=0, pos=154 + i)
+        event["payload"]["source"].pop("ts_us", None)
+        event["payload"]["ts_ms"] = envelope_ts
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("zero.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["inventory.customers=id"]))
+    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    assert [(r.after.id, r.source_ts_ms) for r in rows] == [(0, 1700000000123), (1, None)]

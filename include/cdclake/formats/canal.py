@@ -133,6 +133,10 @@ def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
     # DRS's relational variant numbers its sqlType codes its own way (e.g. 16 for a timestamp): JDBC codes only
     # for MySQL.
     codes = spec.get("codes") if isinstance(spec.get("codes"), dict) and dialect_name == "mysql" else {}
+    # MySQL's column names are case-insensitive: a `sqlType` name spelled otherwise than in `mysqlType` is the
+    # same column (Apache Paimon's canal test data has `"mysqlType": {"V1": ...}, "sqlType": {"v1": ...}`).
+    spelled = {name.lower(): name for name in types}
+    codes = {spelled.get(name.lower(), name): code for name, code in codes.items()}
     names = list(types) + [n for n in codes if n not in types]
     columns = []
     for name in names:

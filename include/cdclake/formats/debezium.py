@@ -70,11 +70,15 @@ def _source_position(src: Column) -> Column:
 
 
 def _source_ts(src: Column, envelope_ts: Column) -> Column:
+    """The source's time of the change; 0 means unknown (older MySQL connectors' snapshot reads): then the next."""
+    def known(value: Column) -> Column:
+        return F.when(value.cast("long") > 0, value.cast("long"))
+
     return F.coalesce(
-        F.timestamp_micros(src["ts_us"].cast("long")),
-        F.timestamp_millis(src["ts_ms"].cast("long")),
-        F.when(src["ts_sec"].cast("long") > 0, F.timestamp_seconds(src["ts_sec"].cast("long"))),
-        F.timestamp_millis(envelope_ts.cast("long")),
+        F.timestamp_micros(known(src["ts_us"])),
+        F.timestamp_millis(known(src["ts_ms"])),
+        F.timestamp_seconds(known(src["ts_sec"])),
+        F.timestamp_millis(known(envelope_ts)),
     )
 
 
