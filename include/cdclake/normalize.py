@@ -41,7 +41,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cdclake import ddl_history, ddl_stops, quarantine
+from cdclake import ddl_history, ddl_stops, quarantine, tombstones
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
 from cdclake.evolution import fits, incompatibility
 from cdclake.exceptions import SchemaError
@@ -250,7 +250,8 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     )
 
 
-_NOTHING_TO_TRUNCATE = "TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove"
+_NOTHING_TO_TRUNCATE = ("TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position "
+                        "is kept, so older changes that arrive later stay out)")
 
 _KEEP_ON_RENORMALIZE = ("_held",)
 """Staging entries of :mod:`cdclake.dq_hold` that outlive a re-normalized batch (held changes are data)."""
@@ -457,6 +458,23 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     return typings, problems, idle
 
 
+def _remember_truncates(parsed: DataFrame, idle: dict[str, str], *, batch_id: str) -> None:
+    """A truncate of a table the lake does not have yet still raises its truncate watermark
+    (:mod:`cdclake.tombstones`): changes older than it that arrive in a later batch (delivered out of order) are
+    stale when they would create the table."""
+    if not idle:
+        return
+    cuts = (parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*idle) & (F.col("op") == "t"))
+            .groupBy("table_id")
+            .agg(F.max(position(F.col("source_pos"), F.lit(batch_id), F.col("file_index"), F.col("index"),
+                                F.col("row_index"))).alias("cut"))
+            .collect())
+    for row in cuts:
+        tombstones.record_truncate(parsed.sparkSession, row["table_id"], row["cut"])
+        log.info("table %s is not in the lake: its truncate at %s is kept as its watermark", row["table_id"],
+                 row["cut"])
+
+
 def _stage_table(parsed: DataFrame, raw: DataFrame, typing: TableTyping, tid: str, path: Path,
                  rejected: list[DataFrame], *, batch_id: str, source: str, fmt: str) -> int:
     """Type one table's records and write them to ``path`` in one pass; rows that fail (no key value, a value that
@@ -597,6 +615,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
         typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
                                                   {**held, **refused, **ddl.stopped})
+        _remember_truncates(parsed, idle, batch_id=batch_id)
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():
