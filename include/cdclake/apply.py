@@ -49,7 +49,7 @@ import logging
 import time
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType,
@@ -304,12 +304,21 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
     return joined.withColumn("_action", action).drop("_stored_position", "_stored_live", "_tomb_position")
 
 
+def _earlier_in_batch(key: Sequence[str]) -> WindowSpec:
+    """A key's changes of the batch before the current one, in position order."""
+    return Window.partitionBy(*key).orderBy("_cdc_position").rowsBetween(Window.unboundedPreceding, -1)
+
+
+def _carries_values() -> Column:
+    """Whether a classified change brings row values (not stale, not a delete)."""
+    return F.col("_action").isin("insert", "update")
+
+
 def carry_into_soft_deletes(classified: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
     """Soft mode: a flagged row keeps the key's last values. A delete whose key had an earlier change in the batch
     that carried values (an insert or update, not stale) takes them, with that change's unavailable columns, and
     ``_carried`` true; other rows get ``_carried`` false (pure)."""
-    w = Window.partitionBy(*key).orderBy("_cdc_position").rowsBetween(Window.unboundedPreceding, -1)
-    carried = F.col("_action").isin("insert", "update")
+    w, carried = _earlier_in_batch(key), _carries_values()
     previous = F.last(F.when(carried, F.struct(*[F.col(c).alias(c) for c in columns],
                                                F.col("_unavailable").alias("_unavailable"))),
                       ignorenulls=True).over(w)
@@ -326,8 +335,7 @@ def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequenc
 
     What stays unavailable after this keeps the stored value (MERGE).
     """
-    w = Window.partitionBy(*key).orderBy("_cdc_position").rowsBetween(Window.unboundedPreceding, -1)
-    carried = F.col("_action").isin("insert", "update")
+    w, carried = _earlier_in_batch(key), _carries_values()
     filled: list[Column] = []
     out = classified
     for c in columns:

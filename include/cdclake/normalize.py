@@ -281,15 +281,15 @@ def _fold_case(columns: list[ColumnType], preferred: list[str]) -> tuple[list[Co
     spelling = {name.lower(): name for name in preferred}
     for name in sorted({c.name for c in columns}, key=lambda n: (n != n.lower(), n)):
         spelling.setdefault(name.lower(), name)
-    spelled: list[list[ColumnType]] = []
+    spelled: list[ColumnType] = []
     aliases: dict[str, str] = {}
     for column in columns:
-        name = spelling.setdefault(column.name.lower(), column.name)
+        name = spelling[column.name.lower()]
         if name != column.name:
             aliases[column.name] = name
             column = replace(column, name=name)
-        spelled.append([column])
-    return list(_merge_columns(spelled)), aliases
+        spelled.append(column)
+    return list(_merge_columns([spelled])), aliases
 
 
 def _case_clash(columns: list[ColumnType]) -> str | None:
@@ -510,7 +510,7 @@ def _stage_table(parsed: DataFrame, raw: DataFrame, typing: TableTyping, tid: st
 def read_staged(spark: SparkSession, path: Path) -> DataFrame:
     """A table's staged canonical records (rows normalize rejected, kept in the same files, left out)."""
     staged = spark.read.parquet(str(path))
-    if REJECTED not in staged.columns:  # staged by something else than normalize (held changes, tests)
+    if REJECTED not in staged.columns:  # staged before rejected rows were kept with the rest, or by hand (tests)
         return staged
     return staged.where(F.col(REJECTED).isNull()).select(*[c for c in staged.columns if not c.startswith("_")])
 
