@@ -438,7 +438,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         key = [renames.get(k, k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
             or (key_columns_of(spark, tid) if exists else [])
         spelled = {c.name.lower(): c.name for c in columns}
-        key = [spelled.get(k.lower(), k) for k in key]
+        key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
         if not key:
             problems[tid] = (
                 f"table {tid} has no primary key: the messages carry no key; declare one with "

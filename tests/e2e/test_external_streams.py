@@ -13,6 +13,10 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   ``paimon-flink-cdc/src/test/resources/kafka/canal/database/case-insensitive/canal-data-1.txt``: column names
   that differ only in case between messages (``k1``/``K1``, ``v0``/``V0``). Paimon's test expects
   ``(5, five, 50), (7, seven, 70)``.
+- ``flink-cdc-kafka-sink-debezium-json.jsonl``: apache/flink-cdc ``KafkaDataSinkITCase.testDebeziumJsonFormat``'s
+  expected messages: Flink CDC's pipeline Kafka sink writes a ``source`` with only ``db`` and ``table`` (no
+  connector, no position), so arrival order decides. Three inserts, the delete of 1, then (after the test's ALTER
+  TABLE, which adds ``newCol3`` and drops ``col2``) an update of 2. The oracle replays the five messages by hand.
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ FLINK_CHANGELOG = [
 """``CanalJsonSerDeSchemaTest``'s expected changelog of ``canal-data.txt`` (Flink's ``RowData.toString`` form)."""
 
 
+FLINK_CDC_TABLE = "default_schema.8a6f4c1e_2b7d_4e0a_9f1c_3d5e7a9b0c2d"
+"""The Flink CDC test's table (a UUID, dashes made underscores in the lake's name)."""
+
+
 def replay(changelog: list[str]) -> list[dict[str, object]]:
     """Final rows (id, name, description, weight) of a Flink changelog, sorted by id."""
     rows: dict[int, dict[str, object]] = {}
@@ -83,9 +91,12 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
          "--input", str(EXTERNAL / "flink-debezium-postgres-data-schema-include.jsonl")],
         ["apply", "--format", "auto", "--source", "paimon_canal", "--lake", str(lake),
          "--input", str(EXTERNAL / "paimon-canal-case-insensitive.jsonl")],
+        ["apply", "--format", "debezium", "--source", "flink_cdc", "--lake", str(lake),
+         "--key", f"{FLINK_CDC_TABLE}=col1",  # no message key, no schema: the test's table is keyed by col1
+         "--input", str(EXTERNAL / "flink-cdc-kafka-sink-debezium-json.jsonl")],
     ]
     results = run_cli_session(calls, tmp_path / "cli")
-    assert [r["exit"] for r in results] == [0, 0, 0], [r["stderr"][-3000:] for r in results]
+    assert [r["exit"] for r in results] == [0, 0, 0, 0], [r["stderr"][-3000:] for r in results]
     summaries = [json.loads(r["stdout"]) for r in results]
     settings = LakeSettings.from_env(lake, env={})
     assert quarantine_rows(settings) == []
@@ -95,3 +106,6 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
     assert dump_rows(settings, "inventory.products") == replay(FLINK_CHANGELOG[:20])
     rows = [{k.lower(): v for k, v in row.items()} for row in dump_rows(settings, "paimon_sync_database_affix.t1")]
     assert rows == [{"k1": 5, "v0": "five", "v1": 50}, {"k1": 7, "v0": "seven", "v1": 70}]
+    # col2 was dropped at the source without a DDL in the stream: the lake keeps it, as it was before the drop.
+    assert dump_rows(settings, FLINK_CDC_TABLE) == [
+        {"col1": "2", "col2": None, "newCol3": "x"}, {"col1": "3", "col2": "3", "newCol3": None}]

@@ -568,6 +568,27 @@ def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, sessi
     assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 3 + [mysql_prefix("mysql-bin.000003", 154, 0)]
 
 
+def test_ticdc_events_are_ordered_by_their_commit_ts(spark, session_lake, source):
+    # TiCDC's Debezium protocol: no binlog coordinates (`"file": "", "pos": 0`), the transaction's TiDB timestamp in
+    # `source.commit_ts`. Delivered out of commit order (one partition after another), they apply in commit order.
+    base = json.loads(text("dtle_create_snapshot.json"))
+    lines = []
+    for i, commit_ts in enumerate([447507027004751875, 447507027004751873, 447507027004751874]):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(connector="TiCDC", file="", pos=0, row=0, snapshot="false",
+                                          commit_ts=commit_ts, cluster_id="default")
+        event["payload"]["op"] = "c"
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("ticdc.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["inventory.customers=id"]))
+    assert batch.result.quarantined == 0
+    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    assert [r.after.id for r in rows] == [1, 2, 0]
+    assert [split_position(r.position)[0] for r in rows] == [
+        "0" * 16 + format(ts, "016x") + "0" * 16 for ts in (447507027004751873, 447507027004751874, 447507027004751875)]
+
+
 def test_a_source_time_of_zero_is_unknown(spark, session_lake, source):
     # Older MySQL connectors send snapshot reads with source.ts_ms 0: not 1970, but unknown; the envelope's ts_ms
     # (when the connector read the row) stands in, and without one the source time is null.

@@ -370,3 +370,110 @@ def test_ckafka_truncate_without_position_takes_the_next_rows_position(spark, se
     assert rows[1].position.split("/")[0] == rows[2].position.split("/")[0] == hex16(3) + hex16(484) + hex16(0)
     assert rows[0].position < rows[1].position < rows[2].position
 
+
+
+def ticdc(kind: str, rows: list[dict[str, str]], old: list[dict[str, str]] | None = None, *,
+          commit_ts: int | None = None, table: str = "t") -> str:
+    """A TiCDC canal-json DML message as its protocol page documents it: ``id`` always 0; with the TiDB extension
+    (``commit_ts``), ``_tidb.commitTs``."""
+    message: dict[str, Any] = {
+        "id": 0, "database": "tidb_test", "table": table, "pkNames": ["id"], "isDdl": False, "type": kind,
+        "es": 1639633141221, "ts": 1639633142960, "sql": "", "sqlType": {"id": 4, "v": 12},
+        "mysqlType": {"id": "int", "v": "varchar"}, "data": rows, "old": old,
+    }
+    if commit_ts is not None:
+        message["_tidb"] = {"commitTs": commit_ts}
+    return json.dumps(message)
+
+
+def test_ticdc_canal_json_without_message_ids_applies_in_arrival_order(spark, session_lake, source):
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    watermark = {"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+                 "es": 1659085352032, "ts": 1659085354502, "sql": "", "sqlType": None, "mysqlType": None,
+                 "data": None, "old": None, "_tidb": {"watermarkTs": 434919270523076621}}
+    lines = [
+        ticdc("INSERT", [{"id": "1", "v": "a"}], table=table),
+        ticdc("UPDATE", [{"id": "1", "v": "b"}], [{"id": "1", "v": "a"}], table=table),
+        ticdc("INSERT", [{"id": "2", "v": "x"}], table=table),
+        json.dumps(watermark),
+        ticdc("DELETE", [{"id": "2", "v": "x"}], table=table),
+        ticdc("INSERT", [{"id": "3", "v": "y"}], table=table),
+    ]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/ticdc.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert result.quarantined == 0
+    assert result.skipped == {"TiCDC watermark event (type TIDB_WATERMARK, not a row change)": 1}
+    rows = staged(spark, session_lake, source, batch_id, f"tidb_test.{table}")
+    assert {r.position.split("/")[0] for r in rows} == {"0" * 16}
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["v"]) for r in dump_rows(session_lake, f"tidb_test.{table}")] == [(1, "b"), (3, "y")]
+
+
+def test_ticdc_commit_ts_orders_changes_delivered_out_of_order(spark, session_lake, source):
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    lines = [  # TiCDC's partitions are read one after another: file order is not commit order
+        ticdc("UPDATE", [{"id": "1", "v": "c"}], [{"id": "1", "v": "b"}], commit_ts=434919270523076623, table=table),
+        ticdc("INSERT", [{"id": "1", "v": "a"}], commit_ts=434919270523076621, table=table),
+        ticdc("UPDATE", [{"id": "1", "v": "b"}], [{"id": "1", "v": "a"}], commit_ts=434919270523076622, table=table),
+    ]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/ticdc.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert result.quarantined == 0
+    rows = staged(spark, session_lake, source, batch_id, f"tidb_test.{table}")
+    assert [r.position.split("/")[0] for r in rows] == [hex16(434919270523076621 + i) for i in range(3)]
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["v"]) for r in dump_rows(session_lake, f"tidb_test.{table}")] == [(1, "c")]
+
+
+def test_canal_json_without_id_and_isddl_applies_in_arrival_order(spark, session_lake, source):
+    # apache/flink-cdc KafkaDataSourceITCase (produceCanalJsonMessages) writes canal-json without `id`, `es`,
+    # `isDdl`, `mysqlType`: values are typed by JSON inference, arrival order decides.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"mydb_{uuid.uuid4().hex[:6]}"
+    messages = [
+        {"old": None, "data": [{"id": 1, "name": "Alice", "age": 30}], "type": "INSERT"},
+        {"old": [{"id": 1, "name": "Alice", "age": 30}], "data": [{"id": 1, "name": "Alice", "age": 31}],
+         "type": "UPDATE"},
+        {"old": None, "data": [{"id": 2, "name": "Bob", "age": 40}], "type": "INSERT"},
+        {"old": None, "data": [{"id": 2, "name": "Bob", "age": 40}], "type": "DELETE"},
+    ]
+    lines = [json.dumps({**m, "database": db, "table": "users", "pkNames": ["id"]}) for m in messages]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/flink-cdc.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({f"{db}.users": 4}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert dump_rows(session_lake, f"{db}.users") == [{"id": 1, "name": "Alice", "age": 31}]
+
+
+def test_canal_pknames_repeated_per_row_are_one_key(spark, session_lake, source):
+    # canal writes `pkNames` once per row of a multi-row message: ["ID", "ID"] (canal's FlatMessage examples).
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"asd_{uuid.uuid4().hex[:6]}"
+
+    def message(n: int, kind: str, ids: list[str]) -> str:
+        return json.dumps({"data": [{"ID": i, "TEST_NAME": "123"} for i in ids], "database": "test",
+                           "es": 1554045359000 + n, "id": n, "isDdl": False,
+                           "mysqlType": {"ID": "int(11)", "TEST_NAME": "varchar(255)"}, "old": None,
+                           "pkNames": ["ID"] * len(ids), "sql": "", "sqlType": {"ID": 4, "TEST_NAME": 12},
+                           "table": table, "ts": 1554045360514 + n, "type": kind})
+    for lines, expected in (([message(15, "INSERT", ["22", "2223", "7"])], [22, 2223, 7]),
+                            ([message(16, "DELETE", ["22", "2223"])], [7])):
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{lines[0][-40:-20]}.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+        result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+        assert result.quarantined == 0
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+        assert sorted(r["ID"] for r in dump_rows(session_lake, f"test.{table}")) == sorted(expected)

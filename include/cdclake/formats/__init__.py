@@ -118,7 +118,7 @@ def key_columns(key_schema: dict[str, Any] | None, key_sample: dict[str, Any] | 
     if key_schema:
         names = key_schema.get("pkNames")
         if isinstance(names, list) and all(isinstance(n, str) for n in names) and names:
-            return list(names)
+            return list(dict.fromkeys(names))  # canal repeats a name per row of a multi-row message: ["ID", "ID"]
         found = debezium.key_columns(key_schema)
         if found:
             return found

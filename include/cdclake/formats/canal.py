@@ -17,7 +17,11 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
 - table: ``schema`` (relational variant) else ``database``, and ``table``.
 - source position: ``id`` (monotonically increasing per task in DRS; canal's message id, increasing per canal batch);
-  ``id`` 0 (CKafka's DDL) means none. ``source_ts``: ``es`` (milliseconds, or seconds for CKafka's DDL).
+  else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is always 0); else, for a row change whose
+  ``id`` is 0 or absent (TiCDC without the extension, hand-made streams), :data:`NO_MESSAGE_ID`: older than any
+  id, arrival order among themselves. A DDL message's ``id`` 0 (CKafka's) means none (normalize takes the nearest
+  row change's). ``source_ts``: ``es`` (milliseconds, or seconds for CKafka's DDL).
+- TiCDC's ``TIDB_WATERMARK`` messages (its TiDB extension) are skipped with a counted reason.
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ from pyspark.sql import functions as F
 from cdclake.formats.common import null_string, epoch_timestamp, table_id
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape
-from cdclake.records import hex_segment
+from cdclake.records import SOURCE_POSITION_SEGMENT, hex_segment
 
 DML_TYPES = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
 DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX", "DDL", "INIT_DDL")
+NO_MESSAGE_ID = "0" * SOURCE_POSITION_SEGMENT
+"""Source position of a row change whose message ``id`` is 0 or absent: before every positioned change."""
 SQLTYPES_SCHEMA_PREFIX = '{"sqltypes":'
 """How a row change's ``row_schema`` begins: the message's SQL types (``mysqlType``/``columnType``, ``sqlType``)."""
 
@@ -43,7 +49,8 @@ def _type(j: Column) -> Column:
 
 
 def _is_ddl(j: Column) -> Column:
-    return (F.lower(F.trim(j["isDdl"])) == "true") | _type(j).isin(*DDL_TYPES)
+    """True for a DDL message, false otherwise (never null: Flink CDC's canal-json writes no ``isDdl``)."""
+    return F.coalesce((F.lower(F.trim(j["isDdl"])) == "true") | _type(j).isin(*DDL_TYPES), F.lit(False))
 
 
 def dialect(db_type: Column) -> Column:
@@ -64,6 +71,18 @@ def _rows(j: Column) -> Column:
     return F.when(_type(j) == "DELETE", F.coalesce(j["data"], j["old"])).otherwise(j["data"])
 
 
+def _positive(text: Column) -> Column:
+    return text.rlike(r"^\d+$") & (text.cast("decimal(20,0)") > 0)
+
+
+def _source_position(j: Column, id_: Column) -> Column:
+    commit_ts = F.trim(j["_tidb"]["commitTs"])
+    no_id = id_.isNull() | (id_.rlike(r"^0+$"))
+    return (F.when(_positive(id_), hex_segment(id_))
+            .when(_positive(commit_ts), hex_segment(commit_ts))
+            .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID)))
+
+
 def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     kind = _type(j)
     op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
@@ -80,7 +99,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     return {
         "table_id": table_id(namespace, j["table"]),
         "op": op,
-        "source_pos": F.when(id_.rlike(r"^\d+$") & (id_.cast("decimal(20,0)") > 0), hex_segment(id_)),
+        "source_pos": _source_position(j, id_),
         "source_ts": epoch_timestamp(j["es"]),
         "snapshot": F.when(kind == "INIT", F.lit("init")),
         "key_text": null_string(),
@@ -99,6 +118,7 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
         (_is_ddl(j) & (F.trim(F.coalesce(j["sql"], F.lit(""))) == ""),
          F.concat(F.lit("DDL message (type "), F.coalesce(kind, F.lit("?")), F.lit(") without sql")), "quarantine"),
         (_is_ddl(j), F.lit("ddl"), "ddl"),
+        (kind == "TIDB_WATERMARK", F.lit("TiCDC watermark event (type TIDB_WATERMARK, not a row change)"), "skip"),
         (kind.isNull(), F.lit("missing field type"), "quarantine"),
         (cols["op"].isNull(),
          F.concat(F.lit("unknown type '"), kind, F.lit("' (expected INSERT, UPDATE, DELETE, INIT or a DDL type)")),
@@ -107,7 +127,7 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
         (row.isNull(), F.concat(F.lit("type "), kind, F.lit(" without rows: data (or old) is null or empty")),
          "quarantine"),
         (~F.trim(row).startswith("{"), F.lit("a row of data/old is not a JSON object"), "quarantine"),
-        (cols["source_pos"].isNull(), F.lit("no source position: field id is missing or not a positive integer"),
+        (cols["source_pos"].isNull(), F.lit("no source position: field id must be a non-negative integer"),
          "quarantine"),
     ]
 

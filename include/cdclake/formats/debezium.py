@@ -37,9 +37,20 @@ def _body(j: Column) -> Column:
 
 
 NO_BINLOG_POSITION = "0" * 48
-"""The source position of MySQL events whose binlog coordinates are empty (``"file": "", "pos": 0``, as Flink CDC's
-debezium-json writes them): older than every binlog position, so their order is arrival order (the position's
-landing tail), and a change with real coordinates wins over them."""
+"""The source position of MySQL events whose binlog coordinates are empty (``"file": "", "pos": 0``, as Flink's
+debezium-json writes them), and of change events whose source names no connector and no position (Flink CDC's
+pipeline Kafka sink writes only ``db`` and ``table``): older than every real position, so their order is arrival
+order (the position's landing tail), and a change with real coordinates wins over them."""
+
+_POSITION_FIELDS = ("lsn", "commit_lsn", "change_lsn", "file", "pos", "commit_ts")
+
+
+def _tidb_position(src: Column) -> Column:
+    """TiCDC's Debezium events (no binlog coordinates; ``commit_ts``, the transaction's TiDB timestamp): 16 zeros
+    + ``commit_ts`` + ``row`` (16 hex digits each), above :data:`NO_BINLOG_POSITION`; null without ``commit_ts``."""
+    commit_ts = F.trim(src["commit_ts"])
+    return F.when(commit_ts.rlike(r"^\d+$") & (commit_ts.cast("decimal(20,0)") > 0),
+                  F.concat(F.lit("0" * 16), hex_segment(commit_ts), hex_segment(F.coalesce(src["row"], F.lit("0")))))
 
 
 def binlog_position(file: Column, pos: Column, row: Column) -> Column:
@@ -51,7 +62,9 @@ def binlog_position(file: Column, pos: Column, row: Column) -> Column:
     )
 
 
-def _source_position(src: Column) -> Column:
+def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
+    """The change's source position (see the README's ordering table); with ``unpositioned``, a source without a
+    connector and a position gets :data:`NO_BINLOG_POSITION`, else null."""
     lsn = src["lsn"]
     commit_lsn = src["commit_lsn"]
     change_lsn = src["change_lsn"]
@@ -64,9 +77,20 @@ def _source_position(src: Column) -> Column:
         .when(commit_lsn.isNotNull() | change_lsn.isNotNull(),
               F.concat(lsn_hex(commit_lsn), lsn_hex(change_lsn),
                        hex_segment(F.coalesce(src["event_serial_no"], F.lit("0")))))
-        .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"), F.lit(NO_BINLOG_POSITION))
+        .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"),
+              F.coalesce(_tidb_position(src), F.lit(NO_BINLOG_POSITION)))
+        .when(F.lit(unpositioned) & _no_position_fields(src), F.lit(NO_BINLOG_POSITION))
         .otherwise(binlog_position(src["file"], src["pos"], src["row"]))
     )
+
+
+def _no_position_fields(src: Column) -> Column:
+    """The source names no connector and no position (a Debezium-compatible writer, not a Debezium connector:
+    a connector always writes its position, so an event of one without it is damaged)."""
+    absent = src["connector"].isNull()
+    for name in _POSITION_FIELDS:
+        absent = absent & src[name].isNull()
+    return absent
 
 
 def _source_ts(src: Column, envelope_ts: Column) -> Column:
@@ -135,6 +159,9 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         (~raw_op.isin(*OPS),
          F.concat(F.lit("unknown op '"), b["op"], F.lit("' (expected c, u, d, r, t or m)")), "quarantine"),
         (b["source"].isNull(), F.lit("missing field payload.source"), "quarantine"),
+        (b["source"]["collection"].isNotNull() | F.lower(b["source"]["connector"]).contains("mongo"),
+         F.lit("a Debezium MongoDB connector event (payload.source.collection): not supported; cdclake reads "
+               "MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
         (cols["table_id"].isNull(), F.lit("missing field payload.source.table"), "quarantine"),
         (cols["source_pos"].isNull(),
          F.lit("no source position: payload.source has no lsn, commit_lsn/change_lsn or file+pos"), "quarantine"),
@@ -160,7 +187,8 @@ def _ddl_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]
         "table_id": null_string(),
         "op": null_string(),
         "source_pos": F.coalesce(binlog_position(pos["file"], pos["pos"], pos["row"]),
-                                 binlog_position(src["file"], src["pos"], src["row"]), _source_position(src)),
+                                 binlog_position(src["file"], src["pos"], src["row"]),
+                                 _source_position(src, unpositioned=False)),
         "source_ts": F.coalesce(F.timestamp_seconds(pos["ts_sec"].cast("long")), _source_ts(src, b["ts_ms"])),
         "snapshot": F.when(snapshot.isin(*SNAPSHOT_TRUE), snapshot),
         "key_text": null_string(),

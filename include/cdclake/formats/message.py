@@ -59,7 +59,7 @@ def _strings(*names: str) -> list[StructField]:
 _SOURCE = StructType(_strings(
     "version", "connector", "name", "server", "ts_ms", "ts_us", "ts_ns", "ts_sec", "snapshot", "db", "schema",
     "table", "txId", "lsn", "xmin", "sequence", "change_lsn", "commit_lsn", "event_serial_no",
-    "file", "pos", "row", "gtid", "server_id", "thread",
+    "file", "pos", "row", "gtid", "server_id", "thread", "commit_ts", "collection",
 ))
 _POSITION = StructType(_strings("ts_sec", "file", "pos", "row", "gtids", "snapshot", "server_id"))
 BODY_FIELDS: list[StructField] = [
@@ -81,6 +81,8 @@ MESSAGE_SCHEMA = StructType([
               "columnType", "dbType", "opType"),
     StructField("data", _ROWS),
     StructField("old", _ROWS),
+    # TiCDC's canal-json with its TiDB extension (`enable-tidb-extension=true`)
+    StructField("_tidb", StructType(_strings("commitTs", "watermarkTs"))),
     # Huawei DRS MongoDB
     *_strings("db", "coll", "value", "where", "recordType", "extra", "clusterTime"),
     # Tencent CKafka Official Format I
