@@ -11,6 +11,11 @@ new names:
   Iceberg field id (``ALTER TABLE .. RENAME COLUMN``);
 - a dropped column: images' values for it are ignored, until an ``ADD COLUMN`` of the same name (a column that
   is re-created starts empty, as in the source);
+- a table renamed onto a name (``RENAME b TO a``): the name's earlier table is gone at the source (dropped, or
+  renamed away), so changes of ``a`` from before the rename go where that table went: to the table ``a`` was
+  renamed to, else to ``a__displaced_<hash>`` (:func:`displaced_table_id`), where the lake's earlier table ``a``,
+  its changelog and tombstones are moved (a ``DROP TABLE a`` before the rename empties that one, not the renamed
+  table);
 - a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
   before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
   position when the format gives the ``CREATE`` and the change one (a replayed old batch then still lands in
@@ -22,6 +27,7 @@ Every step is idempotent (a rename whose old column is gone is already done), so
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -76,6 +82,12 @@ class Mark:
         return False
 
 
+def displaced_table_id(tid: str, mark: Mark) -> str:
+    """Where the lake's earlier table ``tid`` goes when another table is renamed onto its name at ``mark``."""
+    digest = hashlib.sha1(f"{mark.source}|{mark.batch_id}|{mark.position}".encode()).hexdigest()[:8]
+    return f"{tid}__displaced_{digest}"
+
+
 @dataclass
 class History:
     """The folded DDL history of the lake.
@@ -112,6 +124,9 @@ class History:
             old, new = self.route(change.old), change.new
             if old == new:
                 return False
+            # The name's earlier table: renamed away (its older changes follow it), else displaced.
+            earlier = self.route(new) if new in self.tables else displaced_table_id(new, mark)
+            self.reused[new] = (mark, earlier)
             self.tables = {k: (new if v == old else v) for k, v in self.tables.items() if k != new}
             self.tables[old] = new
             self.renamed[old] = mark
@@ -169,8 +184,8 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
 
     Returns:
         The history, and problems per (current) table id: changes cdclake refuses (dropping or renaming into a
-        key column's place, renaming a table onto an existing one); that table's changes are then quarantined
-        with the reason.
+        key column's place, a rename whose displaced table name is taken); that table's changes are then
+        quarantined with the reason.
     """
     history = load(spark)
     changes = list(changes)
@@ -189,7 +204,7 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
                 recorded.append(change)
                 done.add(_identity(change))
             continue
-        problem = _execute(spark, history, change)
+        problem = _execute(spark, history, change, Mark(source, batch_id, change.position))
         if problem:
             log.error("DDL not applied: %s", problem)
             problems[history.route(change.table_id)] = problem
@@ -204,10 +219,11 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
     return history, problems
 
 
-def _execute(spark: "SparkSession", history: History, change: LakeChange) -> str | None:
+def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: Mark) -> str | None:
     """Make one change to the catalog (idempotent); a reason when cdclake refuses it."""
     if change.kind == "rename_table":
-        return _rename_table(spark, history.route(change.old), change.new, change.sql)
+        return _rename_table(spark, history.route(change.old), change.new, change.sql,
+                             displaced=displaced_table_id(change.new, mark))
     tid = history.route(change.table_id)
     if change.kind == "add_column" or not table_exists(spark, tid):
         return None
@@ -236,25 +252,37 @@ def _execute(spark: "SparkSession", history: History, change: LakeChange) -> str
     raise ValueError(f"unknown lake change kind {change.kind!r}")
 
 
-def _rename_table(spark: "SparkSession", old: str, new: str, sql: str) -> str | None:
+def _rename_table(spark: "SparkSession", old: str, new: str, sql: str, *, displaced: str) -> str | None:
+    """Rename a lake table with its changelog and tombstones. The lake's earlier table of the new name (the source
+    dropped it, or the lake never saw it go) and its tombstones move to ``displaced`` first."""
+    if old == new or not table_exists(spark, old):
+        return None  # already renamed (a re-run), or never in the lake: routing alone is enough
+    if table_exists(spark, displaced):
+        return (f"table {old}: DDL renames it to {new}, whose earlier lake table was moved to {displaced}, which "
+                f"exists already ({sql.strip()[:120]!r}); rename or drop {displaced}, then replay")
+    if table_exists(spark, new):
+        log.warning("table %s is renamed onto %s, which the lake has: that earlier table is moved to %s", old, new,
+                    displaced)
+    _move_table(spark, new, displaced)
+    _move_table(spark, old, new)
+    log.info("renamed lake table %s to %s (with its changelog and tombstones)", old, new)
+    return None
+
+
+def _move_table(spark: "SparkSession", old: str, new: str) -> None:
+    """Rename a lake table (if there), its changelog (if there) and its tombstones."""
     from cdclake import tombstones
     from cdclake.apply import changelog_table_id
 
-    if old == new or not table_exists(spark, old):
-        return None  # already renamed (a re-run), or never in the lake: routing alone is enough
-    if table_exists(spark, new):
-        return (f"table {old}: DDL renames it to {new}, which the lake already has ({sql.strip()[:120]!r}); "
-                "drop or rename one of them, then replay")
-    ensure_namespace(spark, split_table_id(new)[0])
-    _rename(spark, old, new)
+    if table_exists(spark, old):
+        ensure_namespace(spark, split_table_id(new)[0])
+        _rename(spark, old, new)
     old_log, new_log = changelog_table_id(old), changelog_table_id(new)
     if table_exists(spark, old_log) and not table_exists(spark, new_log):
         _rename(spark, old_log, new_log)
     if table_exists(spark, tombstones.TABLE):
         spark.sql(f"UPDATE {spark_table_name(tombstones.TABLE)} SET table_id = '{sql_literal(new)}' "
                   f"WHERE table_id = '{sql_literal(old)}'")
-    log.info("renamed lake table %s to %s (with its changelog and tombstones)", old, new)
-    return None
 
 
 def _identity(change: LakeChange) -> tuple[str, str, str, str, str]:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cdclake.ddl_history import History
+from cdclake.ddl_history import History, displaced_table_id
 from cdclake.exceptions import ConfigError
 from cdclake.schema_changes import DdlPolicies, LakeChange, interpret
 
@@ -102,6 +102,23 @@ def test_a_renamed_away_table_name_created_again_is_a_new_table_for_newer_change
     history.fold(LakeChange("rename_table", "s.b", "s.b", "s.c", position="00000010"), source="src", batch_id="3")
     assert history.route(history.reused["s.a"][1]) == "s.c"
     assert history.route("s.a") == "s.a"
+
+
+def test_a_table_renamed_onto_a_name_takes_it_for_newer_changes() -> None:
+    # gh-ost's cut-over: RENAME t TO _t_del, _t_gho TO t. Changes of t from before the second rename belong to the
+    # table renamed away (_t_del); a name nobody renamed away (dropped at the source) is displaced instead.
+    history = History()
+    history.fold(LakeChange("rename_table", "s.t", "s.t", "s._t_del", position="0000000a"), source="src", batch_id="2")
+    history.fold(LakeChange("rename_table", "s._t_gho", "s._t_gho", "s.t", position="0000000b"), source="src",
+                 batch_id="2")
+    assert history.route("s._t_gho") == "s.t" and history.route("s.t") == "s.t"
+    mark, older_to = history.reused["s.t"]
+    assert (mark.position, older_to) == ("0000000b", "s._t_del")
+
+    history.fold(LakeChange("rename_table", "s.copy", "s.copy", "s.u", position="0000000c"), source="src",
+                 batch_id="3")
+    mark, older_to = history.reused["s.u"]
+    assert older_to == displaced_table_id("s.u", mark) and older_to.startswith("s.u__displaced_")
 
 
 def test_create_table_under_evolve_becomes_a_lake_change() -> None:
