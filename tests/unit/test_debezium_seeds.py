@@ -549,21 +549,28 @@ def test_mysql_binlog_positions_file_sequence_wins(spark, session_lake, source):
     assert position[1] < position[0]  # mysql-bin.000003 pos 154 < mysql-bin.000010 pos 4
 
 
-def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, session_lake, source):
-    # Flink CDC's debezium-json writes MySQL events with `"file": "", "pos": 0` (Apache Paimon's Debezium test data):
-    # older than any binlog position, in arrival order among themselves.
+def staged_inserts(spark, settings, source: str, sources: list[dict[str, Any]]) -> list[Any]:
+    """Stage one insert of ``inventory.customers`` (dtle's seed event, ``id`` = its index) per source block update;
+    the staged rows in position order."""
     base = json.loads(text("dtle_create_snapshot.json"))
     lines = []
-    for i, (file, pos) in enumerate([("", 0), ("", 0), ("mysql-bin.000003", 154), ("", 0)]):
+    for i, update in enumerate(sources):
         event = json.loads(json.dumps(base))
-        event["payload"]["source"].update(file=file, pos=pos, row=0, snapshot="false")
+        event["payload"]["source"].update({"row": 0, "snapshot": "false", **update})
         event["payload"]["op"] = "c"
         event["payload"]["after"]["id"] = i
         lines.append(json.dumps(event))
-    batch = land_and_normalize(spark, session_lake, source, [("flink.jsonl", "\n".join(lines) + "\n")],
+    batch = land_and_normalize(spark, settings, source, [("inserts.jsonl", "\n".join(lines) + "\n")],
                                keys=KeySpec.parse(["inventory.customers=id"]))
     assert batch.result.quarantined == 0
-    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    return staged(spark, settings, batch, "inventory.customers")[1]
+
+
+def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, session_lake, source):
+    # Flink CDC's debezium-json writes MySQL events with `"file": "", "pos": 0` (Apache Paimon's Debezium test data):
+    # older than any binlog position, in arrival order among themselves.
+    rows = staged_inserts(spark, session_lake, source, [
+        {"file": file, "pos": pos} for file, pos in [("", 0), ("", 0), ("mysql-bin.000003", 154), ("", 0)]])
     assert [r.after.id for r in rows] == [0, 1, 3, 2]
     assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 3 + [mysql_prefix("mysql-bin.000003", 154, 0)]
 
@@ -571,19 +578,9 @@ def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, sessi
 def test_ticdc_events_are_ordered_by_their_commit_ts(spark, session_lake, source):
     # TiCDC's Debezium protocol: no binlog coordinates (`"file": "", "pos": 0`), the transaction's TiDB timestamp in
     # `source.commit_ts`. Delivered out of commit order (one partition after another), they apply in commit order.
-    base = json.loads(text("dtle_create_snapshot.json"))
-    lines = []
-    for i, commit_ts in enumerate([447507027004751875, 447507027004751873, 447507027004751874]):
-        event = json.loads(json.dumps(base))
-        event["payload"]["source"].update(connector="TiCDC", file="", pos=0, row=0, snapshot="false",
-                                          commit_ts=commit_ts, cluster_id="default")
-        event["payload"]["op"] = "c"
-        event["payload"]["after"]["id"] = i
-        lines.append(json.dumps(event))
-    batch = land_and_normalize(spark, session_lake, source, [("ticdc.jsonl", "\n".join(lines) + "\n")],
-                               keys=KeySpec.parse(["inventory.customers=id"]))
-    assert batch.result.quarantined == 0
-    _, rows = staged(spark, session_lake, batch, "inventory.customers")
+    rows = staged_inserts(spark, session_lake, source, [
+        {"connector": "TiCDC", "file": "", "pos": 0, "commit_ts": ts, "cluster_id": "default"}
+        for ts in [447507027004751875, 447507027004751873, 447507027004751874]])
     assert [r.after.id for r in rows] == [1, 2, 0]
     assert [split_position(r.position)[0] for r in rows] == [
         "0" * 16 + format(ts, "016x") + "0" * 16 for ts in (447507027004751873, 447507027004751874, 447507027004751875)]
