@@ -586,6 +586,20 @@ def test_ticdc_events_are_ordered_by_their_commit_ts(spark, session_lake, source
         "0" * 16 + format(ts, "016x") + "0" * 16 for ts in (447507027004751873, 447507027004751874, 447507027004751875)]
 
 
+def test_oracle_events_are_ordered_by_commit_scn_then_scn(spark, session_lake, source):
+    # Debezium's Oracle connector (LogMiner) positions a change by its transaction's commit SCN and its own SCN; a
+    # snapshot read has only its SCN (Flink CDC's Oracle test output, Debezium 1.5.4).
+    rows = staged_inserts(spark, session_lake, source, [
+        {"connector": "oracle", "scn": "3634650", "commit_scn": "3638537"},
+        {"connector": "oracle", "scn": "3634640", "commit_scn": "3638537"},
+        {"connector": "oracle", "scn": "3634600", "commit_scn": None, "snapshot": "true"},
+    ])
+    assert [r.after.id for r in rows] == [2, 1, 0]
+    assert [split_position(r.position)[0] for r in rows] == [
+        format(3634600, "016x") * 2, format(3638537, "016x") + format(3634640, "016x"),
+        format(3638537, "016x") + format(3634650, "016x")]
+
+
 def test_a_source_time_of_zero_is_unknown(spark, session_lake, source):
     # Older MySQL connectors send snapshot reads with source.ts_ms 0: not 1970, but unknown; the envelope's ts_ms
     # (when the connector read the row) stands in, and without one the source time is null.

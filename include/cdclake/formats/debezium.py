@@ -1,4 +1,5 @@
-"""Debezium change events (PostgreSQL, SQL Server, MySQL connectors) and dtle's Debezium-compatible MySQL output.
+"""Debezium change events (PostgreSQL, SQL Server, MySQL, Oracle connectors) and dtle's Debezium-compatible MySQL
+output.
 
 Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and payload-only values, keys likewise
 (or no key). Mapping onto the canonical record:
@@ -11,7 +12,9 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 - source position, by what ``source`` carries:
   PostgreSQL ``lsn`` (16 hex digits);
   SQL Server ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons dropped) + ``event_serial_no`` (16);
-  MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each).
+  MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
+  Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
+  TiCDC ``commit_ts``; a writer that names no connector and no position: arrival order (:data:`NO_BINLOG_POSITION`).
 - ``source_ts``: ``source.ts_us`` / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot`` unless false.
 """
 
@@ -42,7 +45,7 @@ debezium-json writes them), and of change events whose source names no connector
 pipeline Kafka sink writes only ``db`` and ``table``): older than every real position, so their order is arrival
 order (the position's landing tail), and a change with real coordinates wins over them."""
 
-_POSITION_FIELDS = ("lsn", "commit_lsn", "change_lsn", "file", "pos", "commit_ts")
+_POSITION_FIELDS = ("lsn", "commit_lsn", "change_lsn", "file", "pos", "commit_ts", "scn", "commit_scn")
 
 
 def _tidb_position(src: Column) -> Column:
@@ -72,8 +75,12 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
     def lsn_hex(c: Column) -> Column:
         return F.lpad(F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), ":", "")), 20, "0")
 
+    scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
         F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), hex_segment(lsn))
+        # Oracle: the transaction's commit SCN (a snapshot read has none: its SCN), then the change's SCN.
+        .when(scn.rlike(r"^\d+$"),
+              F.concat(hex_segment(F.when(commit_scn.rlike(r"^\d+$"), commit_scn).otherwise(scn)), hex_segment(scn)))
         .when(commit_lsn.isNotNull() | change_lsn.isNotNull(),
               F.concat(lsn_hex(commit_lsn), lsn_hex(change_lsn),
                        hex_segment(F.coalesce(src["event_serial_no"], F.lit("0")))))
