@@ -90,7 +90,7 @@ TYPE_CASES: list[tuple[str, str | None, int | str | None, DataType]] = [
     ("mysql", "decimal", 3, BARE_DECIMAL),
     ("mysql", "decimal(65,30)", None, STRING),
     ("mysql", "bit(1)", None, BOOLEAN),
-    ("mysql", "bit", None, BOOLEAN),
+    ("mysql", "bit", None, LONG),  # TiCDC's canal-json writes every bit(n) so
     ("mysql", "bit(8)", None, LONG),
     ("mysql", "char(10)", None, STRING),
     ("mysql", "varchar(255) character set utf8mb4 collate utf8mb4_bin", None, STRING),
@@ -379,6 +379,8 @@ MYSQL_CASES: list[Case] = [
     ("bit(1)", "2", None),
     ("bit(1)", "[2]", None),
     ("bit(8)", "5", 5),
+    ("bit", "65", 65),  # TiCDC's canal-json: a bit(n) column's value as a number, its width left out
+    ("bit", "1", 1),
     ("bit(8)", "[5]", 5),
     ("bit(8)", "[1, 0]", 256),
     ("bit(8)", "[-1]", 255),

@@ -25,6 +25,8 @@ Choices that go beyond "the obvious type":
   more than 10 fractional digits is then quarantined rather than rounded. A declared precision above 38 (MySQL
   allows 65, PostgreSQL 1000) cannot be a Spark decimal: the column is ``StringType`` holding the number's exact
   text (validated as a number).
+- MySQL ``bit(1)`` is a boolean, ``bit(n)`` a ``long``; so is a bare ``bit``, which MySQL reads as ``bit(1)``
+  but TiCDC's canal-json writes for every ``bit(n)`` column (with the number as the value).
 - MySQL's zero dates ``0000-00-00`` / ``0000-00-00 00:00:00`` (its "no date", allowed unless ``NO_ZERO_DATE``
   is set; canal and DRS pass them through as text) become null, as Debezium makes them. Dates with only some
   zero parts (``2021-00-00``) have no such meaning and are quarantined.
@@ -482,8 +484,8 @@ def _mysql(parsed: ParsedType) -> Mapped | None:
     if base == "float":
         return _float_by_precision(args)
     if base == "bit":
-        width = _int_arg(args, 0)
-        return _BOOLEAN if width in (None, 1) else (LongType(), bits_from_text)
+        # bit(1) is a flag; a bare `bit` is a long: TiCDC's canal-json drops the width of every bit(n) column.
+        return _BOOLEAN if _int_arg(args, 0) == 1 else (LongType(), bits_from_text)
     return _MYSQL.get(base)
 
 
