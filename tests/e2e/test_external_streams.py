@@ -17,12 +17,20 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   expected messages: Flink CDC's pipeline Kafka sink writes a ``source`` with only ``db`` and ``table`` (no
   connector, no position), so arrival order decides. Three inserts, the delete of 1, then (after the test's ALTER
   TABLE, which adds ``newCol3`` and drops ``col2``) an update of 2. The oracle replays the five messages by hand.
+- ``tiflow-canal-json-types.jsonl``: pingcap/tiflow's canal-json test row (``canal_test_util.go``): TiCDC's
+  ``mysqlType`` names without widths (``bit``, ``decimal``), every integer width signed and unsigned, binary values
+  as Latin-1 text, enum/set as their index/bitmask, ``id`` 0. Oracle: the test's expected encoded values
+  (``.expected.json``), decoded as TiCDC's own decoder does.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from cdclake.reader import dump_rows, quarantine_rows
 from cdclake.settings import LakeSettings
@@ -65,6 +73,26 @@ FLINK_CDC_TABLE = "default_schema.8a6f4c1e_2b7d_4e0a_9f1c_3d5e7a9b0c2d"
 """The Flink CDC test's table (a UUID, dashes made underscores in the lake's name)."""
 
 
+def same_value(encoded: str | None, dumped: Any) -> bool:
+    """Whether a dumped value is what TiCDC's canal-json encoded (its decoder's reading): the same text, number or
+    time (timestamps in UTC), or the same bytes (binary columns travel as Latin-1 text, dumps show base64)."""
+    if encoded is None or dumped is None:
+        return encoded is dumped
+    if str(dumped) == encoded:
+        return True
+    if isinstance(dumped, (int, float)) or isinstance(dumped, str) and dumped[:1].isdigit() and "T" not in dumped:
+        try:
+            return Decimal(str(dumped)) == Decimal(encoded)
+        except InvalidOperation:
+            pass
+    if isinstance(dumped, str) and "T" in dumped:
+        return dt.datetime.fromisoformat(dumped.rstrip("Z")) == dt.datetime.fromisoformat(encoded)
+    try:
+        return base64.b64decode(str(dumped), validate=True) == encoded.encode("latin-1")
+    except ValueError:
+        return False
+
+
 def replay(changelog: list[str]) -> list[dict[str, object]]:
     """Final rows (id, name, description, weight) of a Flink changelog, sorted by id."""
     rows: dict[int, dict[str, object]] = {}
@@ -91,12 +119,14 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
          "--input", str(EXTERNAL / "flink-debezium-postgres-data-schema-include.jsonl")],
         ["apply", "--format", "auto", "--source", "paimon_canal", "--lake", str(lake),
          "--input", str(EXTERNAL / "paimon-canal-case-insensitive.jsonl")],
+        ["apply", "--format", "canal", "--source", "tiflow", "--lake", str(lake),
+         "--input", str(EXTERNAL / "tiflow-canal-json-types.jsonl")],
         ["apply", "--format", "debezium", "--source", "flink_cdc", "--lake", str(lake),
          "--key", f"{FLINK_CDC_TABLE}=col1",  # no message key, no schema: the test's table is keyed by col1
          "--input", str(EXTERNAL / "flink-cdc-kafka-sink-debezium-json.jsonl")],
     ]
     results = run_cli_session(calls, tmp_path / "cli")
-    assert [r["exit"] for r in results] == [0, 0, 0, 0], [r["stderr"][-3000:] for r in results]
+    assert [r["exit"] for r in results] == [0] * len(calls), [r["stderr"][-3000:] for r in results]
     summaries = [json.loads(r["stdout"]) for r in results]
     settings = LakeSettings.from_env(lake, env={})
     assert quarantine_rows(settings) == []
@@ -106,6 +136,10 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
     assert dump_rows(settings, "inventory.products") == replay(FLINK_CHANGELOG[:20])
     rows = [{k.lower(): v for k, v in row.items()} for row in dump_rows(settings, "paimon_sync_database_affix.t1")]
     assert rows == [{"k1": 5, "v0": "five", "v1": 50}, {"k1": 7, "v0": "seven", "v1": 70}]
+    (row,) = dump_rows(settings, "cdc.person")
+    expected = json.loads((EXTERNAL / "tiflow-canal-json-types.expected.json").read_text(encoding="utf-8"))
+    assert set(row) == set(expected)
+    assert [name for name, value in expected.items() if not same_value(value, row[name])] == [], row
     # col2 was dropped at the source without a DDL in the stream: the lake keeps it, as it was before the drop.
     assert dump_rows(settings, FLINK_CDC_TABLE) == [
         {"col1": "2", "col2": None, "newCol3": "x"}, {"col1": "3", "col2": "3", "newCol3": None}]
