@@ -97,8 +97,9 @@ class History:
         columns: Current table id -> old column name -> current column name.
         dropped: Current table id -> dropped column names (not re-added since).
         renamed: Old table id (still routed) -> where its rename happened.
-        reused: Old table id created again -> where that ``CREATE`` happened and the table its older changes
-            belong to (follow :meth:`route` from it: that table may have been renamed since).
+        reused: Table id taken again (a ``CREATE`` after it was renamed away, or another table renamed onto it)
+            -> where that happened and the table its older changes belong to (follow :meth:`route` from it: that
+            table may have been renamed since).
     """
 
     tables: dict[str, str] = field(default_factory=dict)

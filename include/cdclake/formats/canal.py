@@ -31,7 +31,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdclake.formats.common import null_string, epoch_timestamp, table_id
+from cdclake.formats.common import epoch_timestamp, null_string, positive_integer, table_id
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape
 from cdclake.records import SOURCE_POSITION_SEGMENT, hex_segment
@@ -71,15 +71,11 @@ def _rows(j: Column) -> Column:
     return F.when(_type(j) == "DELETE", F.coalesce(j["data"], j["old"])).otherwise(j["data"])
 
 
-def _positive(text: Column) -> Column:
-    return text.rlike(r"^\d+$") & (text.cast("decimal(20,0)") > 0)
-
-
 def _source_position(j: Column, id_: Column) -> Column:
     commit_ts = F.trim(j["_tidb"]["commitTs"])
-    no_id = id_.isNull() | (id_.rlike(r"^0+$"))
-    return (F.when(_positive(id_), hex_segment(id_))
-            .when(_positive(commit_ts), hex_segment(commit_ts))
+    no_id = id_.isNull() | id_.rlike(r"^0+$")
+    return (F.when(positive_integer(id_), hex_segment(id_))
+            .when(positive_integer(commit_ts), hex_segment(commit_ts))
             .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID)))
 
 

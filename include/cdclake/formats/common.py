@@ -52,6 +52,11 @@ def status(*rules: tuple[Column, Column, str]) -> tuple[Column, Column]:
     return outcome, reason
 
 
+def positive_integer(text: Column) -> Column:
+    """Whether a text is a whole number above 0 (a message id, a commit timestamp); never true for "0"."""
+    return text.rlike(r"^\d+$") & (text.cast("decimal(20,0)") > 0)
+
+
 def epoch_timestamp(value: Column) -> Column:
     """A Unix timestamp in seconds or milliseconds (told apart by magnitude) -> timestamp.
 

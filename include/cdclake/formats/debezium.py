@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdclake.formats.common import CORRUPT, null_string, sanitize, unquote_json_text
+from cdclake.formats.common import CORRUPT, null_string, positive_integer, sanitize, unquote_json_text
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
 from cdclake.formats.message import BODY_FIELDS, KEY_SCHEMA, FROM_JSON_OPTIONS, Rule, Shape
 from cdclake.records import hex_segment
@@ -52,7 +52,7 @@ def _tidb_position(src: Column) -> Column:
     """TiCDC's Debezium events (no binlog coordinates; ``commit_ts``, the transaction's TiDB timestamp): 16 zeros
     + ``commit_ts`` + ``row`` (16 hex digits each), above :data:`NO_BINLOG_POSITION`; null without ``commit_ts``."""
     commit_ts = F.trim(src["commit_ts"])
-    return F.when(commit_ts.rlike(r"^\d+$") & (commit_ts.cast("decimal(20,0)") > 0),
+    return F.when(positive_integer(commit_ts),
                   F.concat(F.lit("0" * 16), hex_segment(commit_ts), hex_segment(F.coalesce(src["row"], F.lit("0")))))
 
 
