@@ -271,16 +271,17 @@ def _rename_table(spark: "SparkSession", old: str, new: str, sql: str, *, displa
 
 
 def _move_table(spark: "SparkSession", old: str, new: str) -> None:
-    """Rename a lake table (if there), its changelog (if there) and its tombstones."""
+    """Rename a lake table (if there), its changelog and SCD history (if there) and its tombstones."""
     from cdclake import tombstones
-    from cdclake.apply import changelog_table_id
+    from cdclake.apply import changelog_table_id, history_table_id
 
     if table_exists(spark, old):
         ensure_namespace(spark, split_table_id(new)[0])
         _rename(spark, old, new)
-    old_log, new_log = changelog_table_id(old), changelog_table_id(new)
-    if table_exists(spark, old_log) and not table_exists(spark, new_log):
-        _rename(spark, old_log, new_log)
+    for side in (changelog_table_id, history_table_id):
+        old_side, new_side = side(old), side(new)
+        if table_exists(spark, old_side) and not table_exists(spark, new_side):
+            _rename(spark, old_side, new_side)
     if table_exists(spark, tombstones.TABLE):
         spark.sql(f"UPDATE {spark_table_name(tombstones.TABLE)} SET table_id = '{sql_literal(new)}' "
                   f"WHERE table_id = '{sql_literal(old)}'")

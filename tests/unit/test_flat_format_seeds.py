@@ -483,6 +483,11 @@ def test_canal_pknames_repeated_per_row_are_one_key(spark, session_lake, source)
 def test_drop_table_then_rename_another_onto_its_name(spark, session_lake, source, split):
     # canal's FlatMessage notes: DROP TABLE asd, then `alter table asd_copy rename to asd`. The drop empties the
     # earlier asd (moved aside as asd__displaced_<hash>), not the renamed table, whose rows are older than the drop.
+    # Each table's SCD history goes with it.
+    from cdclake.apply import history_table_id
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.catalog import table_exists
+    from cdclake.identity import spark_table_name
     from cdclake.pipeline import apply_batch
     from cdclake.reader import dump_rows
 
@@ -511,10 +516,19 @@ def test_drop_table_then_rename_another_onto_its_name(spark, session_lake, sourc
             InputFile(f"mem://{source}/{i}.jsonl", ("\n".join(group) + "\n").encode("utf-8"))])
         result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
         assert result.quarantined == 0, quarantined(spark, source)
-        apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions(history=True))
     assert sorted(r["ID"] for r in dump_rows(session_lake, f"{db}.asd")) == [5, 2223]
     tables = {r.tableName for r in spark.sql(f"SHOW TABLES IN lake.{db}").collect()}
     assert "asd_copy" not in tables
     displaced = [t for t in tables if t.startswith("asd__displaced_")]
     assert len(displaced) == 1, tables
     assert dump_rows(session_lake, f"{db}.{displaced[0]}") == []  # the earlier asd: its row 1, dropped
+
+    def versions(tid: str) -> list[tuple[int, bool]]:
+        rows = spark.table(spark_table_name(history_table_id(tid))).collect()
+        return sorted((r["ID"], r["_cdc_valid_to"] is None) for r in rows)
+    assert versions(f"{db}.asd") == [(5, True), (2223, True)]
+    # Row 1 was applied when the drop came in a later batch (the drop closes its version); in one batch the drop
+    # made its insert stale.
+    assert versions(f"{db}.{displaced[0]}") == ([] if split is None else [(1, False)])
+    assert not table_exists(spark, history_table_id(f"{db}.asd_copy"))
