@@ -64,9 +64,11 @@ def record_deletes(spark: "SparkSession", tid: str, deletes: "DataFrame") -> Non
 
 
 def record_truncate(spark: "SparkSession", tid: str, position: str) -> None:
-    """Raise the table's truncate watermark to a truncate's position."""
+    """Raise the table's truncate watermark to a truncate's position (creating the tombstone table: a new lake's
+    first batch may be a truncate of a table it has not seen)."""
     from pyspark.sql import functions as F
 
+    ensure_table(spark)
     source = spark.range(1).select(
         F.lit(tid).alias("table_id"), F.lit(TRUNCATE_KEY).alias("key_json"),
         F.lit(position).alias("position"), F.current_timestamp().alias("deleted_at"),
