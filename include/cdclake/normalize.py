@@ -48,7 +48,7 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
-from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType, cast_converter
+from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, cast_converter
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
@@ -80,9 +80,6 @@ RAW_SCHEMA = StructType([
     StructField("error", StringType()),
 ])
 """Explicit schema of raw records (:data:`cdclake.landing.RAW_FIELDS`)."""
-
-_PLACEHOLDERS = (UNAVAILABLE_VALUE, "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", f'["{UNAVAILABLE_VALUE}"]')
-"""The unavailable-value placeholder as text, as base64 (bytes columns) and as a one-element array."""
 
 STAGING_MARKER = "_normalized.json"
 
@@ -173,7 +170,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
 
     def value(raw: _Image, c: ColumnType) -> Column:
         text = raw[c.name]
-        blank = text.isin(*_PLACEHOLDERS)
+        blank = text.isin(*UNAVAILABLE_TEXTS)
         if isinstance(c.data_type, (DateType, TimestampType, TimestampNTZType)):
             # MySQL's zero date is "no date": null (as Debezium makes it), not a value that failed to convert.
             blank = blank | is_zero_datetime(text)
@@ -218,7 +215,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     no_names = F.array().cast(ArrayType(StringType()))
     unavailable = no_names
     if typing.columns:
-        placeholders = [after_raw[c.name].isin(*_PLACEHOLDERS) for c in typing.columns]
+        placeholders = [after_raw[c.name].isin(*UNAVAILABLE_TEXTS) for c in typing.columns]
         any_placeholder = placeholders[0]
         for p in placeholders[1:]:
             any_placeholder = any_placeholder | p

@@ -39,6 +39,8 @@ counting the test's own input text. Each test lands under its own source name in
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import uuid
@@ -616,3 +618,63 @@ def test_a_source_time_of_zero_is_unknown(spark, session_lake, source):
                                keys=KeySpec.parse(["inventory.customers=id"]))
     _, rows = staged(spark, session_lake, batch, "inventory.customers")
     assert [(r.after.id, r.source_ts_ms) for r in rows] == [(0, 1700000000123), (1, None)]
+
+
+def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark, session_lake, source):
+    # Debezium's PostgreSQL connector sends an unchanged TOASTed value as its placeholder in the column's own shape
+    # (UnchangedToastedPlaceholder): the text, base64 bytes, a one-element text, bytes or uuid array, the
+    # placeholder's bytes as an int or bigint array (DecoderDifferences.toastedValueIntPlaceholder in its tests), an
+    # hstore map of the placeholder to itself, a geometry/geography of a point no real data uses.
+    placeholder = b"__debezium_unavailable_value"
+    digest = bytearray(hashlib.md5(placeholder).digest())  # java.util.UUID.nameUUIDFromBytes: an MD5, version 3
+    digest[6], digest[8] = (digest[6] & 0x0F) | 0x30, (digest[8] & 0x3F) | 0x80
+    as_bytes = base64.b64encode(placeholder).decode()
+
+    def geo(name: str, wkb_hex: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        return ({"type": "struct", "name": f"io.debezium.data.geometry.{name}", "optional": True, "fields": [
+            {"type": "bytes", "optional": False, "field": "wkb"}, {"type": "int32", "optional": True, "field": "srid"}]},
+            {"wkb": base64.b64encode(bytes.fromhex(wkb_hex)).decode(), "srid": 4326})
+    geometry = geo("Geometry", "0101000020E6100000000000FC83D797C1000000FC83D797C1")
+    geography = geo("Geography", "0101000020E61000000C21E7FDFF7F66401842CEFBFF7F5640")
+    columns: dict[str, tuple[dict[str, Any], Any, Any]] = {  # name: (schema, placeholder, a real value)
+        "txt": ({"type": "string"}, placeholder.decode(), "a long text"),
+        "bin": ({"type": "bytes"}, as_bytes, base64.b64encode(b"\x01\x02").decode()),
+        "txt_arr": ({"type": "array", "items": {"type": "string"}}, [placeholder.decode()], ["a", "b"]),
+        "bin_arr": ({"type": "array", "items": {"type": "bytes"}}, [as_bytes], ["AQI="]),
+        "int_arr": ({"type": "array", "items": {"type": "int32"}}, list(placeholder), [1, 2, 3]),
+        "big_arr": ({"type": "array", "items": {"type": "int64"}}, list(placeholder), [2**40]),
+        "date_arr": ({"type": "array", "items": {"type": "int32", "name": "io.debezium.time.Date"}},
+                     list(placeholder), [19338]),
+        "uuid_arr": ({"type": "array", "items": {"type": "string", "name": "io.debezium.data.Uuid"}},
+                     [str(uuid.UUID(bytes=bytes(digest)))], ["b68a35a7-0000-4000-8000-000000000000"]),
+        "tags": ({"type": "string", "name": "io.debezium.data.Json"},
+                 json.dumps({placeholder.decode(): placeholder.decode()}, separators=(",", ":")), '{"k": "v"}'),
+        "tags_map": ({"type": "map", "keys": {"type": "string"}, "values": {"type": "string"}},
+                     {placeholder.decode(): placeholder.decode()}, {"k": "v"}),
+        "geom": (geometry[0], geometry[1], {"wkb": "AQ==", "srid": 4326}),
+        "geog": (geography[0], geography[1], {"wkb": "AQ==", "srid": 4326}),
+    }
+    fields = [{"type": "int32", "optional": False, "field": "id"}] + [
+        {**schema, "optional": True, "field": name} for name, (schema, _, _) in columns.items()]
+    row = {"type": "struct", "optional": True, "fields": fields, "name": "dbserver1.public.toasty.Value"}
+    envelope = {"type": "struct", "optional": False, "name": "dbserver1.public.toasty.Envelope", "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"},
+        {"type": "struct", "optional": False, "field": "source", "fields": [
+            {"type": "string", "field": n} for n in ("connector", "db", "schema", "table")] + [
+            {"type": "int64", "field": "lsn"}, {"type": "int64", "field": "ts_ms"}]},
+        {"type": "string", "optional": False, "field": "op"}]}
+
+    def event(lsn: int, op: str, after: dict[str, Any]) -> str:
+        source = {"connector": "postgresql", "db": "postgres", "schema": "public", "table": "toasty", "lsn": lsn,
+                  "ts_ms": 1670000000000 + lsn}
+        return json.dumps({"schema": envelope, "payload": {"before": None, "after": {"id": 1, **after},
+                                                           "source": source, "op": op}})
+    lines = [event(100, "c", {n: real for n, (_, _, real) in columns.items()}),
+             event(200, "u", {n: ph for n, (_, ph, _) in columns.items()})]
+    batch = land_and_normalize(spark, session_lake, source, [("toast.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["public.toasty=id"]))
+    assert (batch.result.tables, batch.result.quarantined) == ({"public.toasty": 2}, 0)
+    _, (create, update) = staged(spark, session_lake, batch, "public.toasty")
+    assert create.unavailable == [] and all(create.after[n] is not None for n in columns)
+    assert update.unavailable == list(columns)
+    assert all(update.after[n] is None for n in columns), update.after

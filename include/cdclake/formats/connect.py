@@ -12,6 +12,10 @@ Debezium timestamps without zone (``Timestamp``, ``MicroTimestamp``, ``NanoTimes
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -38,6 +42,32 @@ Converter = Callable[[Column], Column]
 
 UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 """Debezium's placeholder for a value it did not receive (PostgreSQL unchanged TOAST columns)."""
+
+
+def _unavailable_texts(placeholder: bytes) -> tuple[str, ...]:
+    """The JSON texts of Debezium's placeholder in each column shape (its PostgreSQL connector's
+    ``UnchangedToastedPlaceholder``), as Spark's ``from_json`` reads a field into a string (compact JSON)."""
+    text = placeholder.decode()
+    as_base64 = base64.b64encode(placeholder).decode()
+    digest = bytearray(hashlib.md5(placeholder).digest())  # java.util.UUID.nameUUIDFromBytes: MD5, version 3
+    digest[6], digest[8] = (digest[6] & 0x0F) | 0x30, (digest[8] & 0x3F) | 0x80
+    geometry = "{{\"wkb\":\"{}\",\"srid\":4326}}".format
+    return (
+        text,  # text, varchar, json, xml, ...
+        as_base64,  # bytea
+        json.dumps([text]),  # text[]
+        json.dumps([as_base64]),  # bytea[]
+        json.dumps(list(placeholder), separators=(",", ":")),  # int2/int4/int8/date arrays: the bytes as numbers
+        json.dumps([str(uuid.UUID(bytes=bytes(digest)))]),  # uuid[]
+        json.dumps({text: text}, separators=(",", ":")),  # hstore (as JSON text, or as a map)
+        # PostGIS geometry 'SRID=4326;POINT(-99999999 -99999999)', geography 'SRID=4326;POINT(179.999999 89.999999)'
+        geometry(base64.b64encode(bytes.fromhex("0101000020E6100000000000FC83D797C1000000FC83D797C1")).decode()),
+        geometry(base64.b64encode(bytes.fromhex("0101000020E61000000C21E7FDFF7F66401842CEFBFF7F5640")).decode()),
+    )
+
+
+UNAVAILABLE_TEXTS = _unavailable_texts(UNAVAILABLE_VALUE.encode())
+"""Every form of the unavailable-value placeholder: a column holding one of these was not sent."""
 
 
 @dataclass(frozen=True)
