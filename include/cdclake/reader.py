@@ -13,12 +13,15 @@ import datetime as dt
 import decimal
 import math
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.catalog import BOOKKEEPING_PREFIX, KEY_COLUMNS_PROPERTY, is_meta_namespace, pyiceberg_catalog
 from cdclake.exceptions import ConfigError
 from cdclake.identity import split_table_id
 from cdclake.settings import LakeSettings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def list_tables(settings: LakeSettings) -> list[str]:
@@ -54,6 +57,41 @@ def _catalog_exists(settings: LakeSettings) -> bool:
 
         return Path(settings.catalog_uri[len("jdbc:sqlite:"):]).exists()
     return True
+
+
+def _pylist(table: "pa.Table") -> list[dict[str, Any]]:
+    """Rows of an Arrow table as Python values, with microsecond timestamps already rendered: Python's datetime
+    ends at year 9999 and Iceberg's timestamps do not (Debezium's stand-in for PostgreSQL's ``infinity`` is in year
+    294247)."""
+    import pyarrow as pa
+
+    zoned = {}
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "us":
+            zoned[field.name] = field.type.tz is not None
+            table = table.set_column(i, field.name, table.column(i).cast(pa.int64()))
+    rows = table.to_pylist()
+    for row in rows:
+        for name, tz in zoned.items():
+            if row[name] is not None:
+                row[name] = _timestamp_text(row[name], zoned=tz)
+    return rows
+
+
+def _timestamp_text(micros: int, *, zoned: bool) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffff`` (+ ``Z`` when zoned) of any microsecond count, in the proleptic Gregorian
+    calendar (days to civil date: H. Hinnant's algorithm, valid for every year)."""
+    days, micro_of_day = divmod(micros, 86_400_000_000)
+    z = days + 719_468
+    era, doe = divmod(z, 146_097)
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day, month = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    seconds, fraction = divmod(micro_of_day, 1_000_000)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
+    return f"{year:04d}-{month:02d}-{day:02d}T{clock}{'Z' if zoned else ''}"
 
 
 def render(value: Any) -> Any:
@@ -116,7 +154,7 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
     except NoSuchTableError as exc:
         raise ConfigError(f"no table {table_id!r} in the lake at {settings.root}") from exc
     names = [f.name for f in table.schema().fields if all_columns or not f.name.startswith(BOOKKEEPING_PREFIX)]
-    rows = table.scan(selected_fields=tuple(names)).to_arrow().to_pylist()
+    rows = _pylist(table.scan(selected_fields=tuple(names)).to_arrow())
     key = [k for k in table.properties.get(KEY_COLUMNS_PROPERTY, "").split(",") if k] or names[:1]
     rows.sort(key=lambda r: tuple(_sort_key(r[k]) for k in key))
     singles = {f.name for f in table.schema().fields if isinstance(f.field_type, FloatType)}

@@ -88,6 +88,10 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("CDCLAKE_DRIVER_MEMORY", "4g"),
         # Parquet timestamps without time zone stay what they are; Iceberg maps them to timestamp_ntz.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # Dates and times before 1582-10-15 (MySQL's DATE starts at 1000-01-01) are written and read as the
+        # proleptic Gregorian values they are, as Iceberg does; Spark's default refuses to write them.
+        **{f"spark.sql.parquet.{kind}RebaseModeIn{way}": "CORRECTED"
+           for kind in ("datetime", "int96") for way in ("Write", "Read")},
     }
     if settings.catalog_user:
         conf[f"{prefix}.jdbc.user"] = settings.catalog_user

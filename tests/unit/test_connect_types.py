@@ -217,6 +217,22 @@ def test_debezium_micro_time_is_time_of_day_text(spark):
     assert values[1] == "01:02:03.000004"
 
 
+@pytest.mark.parametrize(("logical", "unit_micros"), [
+    ("io.debezium.time.Time", 1000), ("io.debezium.time.MicroTime", 1)])
+def test_debezium_times_beyond_a_day_keep_their_hours_and_sign(spark, logical, unit_micros):
+    # MySQL's TIME spans -838:59:59 to 838:59:59 and Debezium sends such values unwrapped (its adaptive time modes);
+    # PostgreSQL's time allows 24:00:00.
+    values_s = [-3723, 3020399, 86400, -1, None]
+    _, values = convert(spark, {"type": "int64", "name": logical, "field": "t"},
+                        [None if v is None else str(v * 1_000_000 // unit_micros) for v in values_s])
+
+    def clock(seconds: int) -> str:
+        hours, rest = divmod(abs(seconds), 3600)
+        return f"{'-' if seconds < 0 else ''}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}.000000"
+    assert values == [None if v is None else clock(v) for v in values_s]
+    assert values[:3] == ["-01:02:03.000000", "838:59:59.000000", "24:00:00.000000"]
+
+
 # --- bytes and VariableScaleDecimal ------------------------------------------------------------------------------
 
 def test_bytes_are_base64(spark):

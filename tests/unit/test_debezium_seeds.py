@@ -678,3 +678,40 @@ def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark
     assert create.unavailable == [] and all(create.after[n] is not None for n in columns)
     assert update.unavailable == list(columns)
     assert all(update.after[n] is None for n in columns), update.after
+
+
+def test_values_at_the_ends_of_the_calendar_and_the_clock_apply_and_dump(spark, session_lake, source):
+    # MySQL's DATE and DATETIME start at year 1000 (before the Gregorian reform, which Spark refuses to write to
+    # Parquet by default); its TIME spans -838:59:59..838:59:59, sent unwrapped; Debezium's PostgreSQL connector
+    # sends `infinity` timestamps as 9223372036825200000 microseconds (year 294247, past Python's datetime).
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"ends_{uuid.uuid4().hex[:6]}"
+    fields = [("id", "int32", None), ("d", "int32", "io.debezium.time.Date"),
+              ("at", "int64", "io.debezium.time.MicroTimestamp"), ("t", "int64", "io.debezium.time.MicroTime")]
+    row = {"type": "struct", "optional": True, "name": f"s.inventory.{table}.Value", "fields": [
+        {"type": t, "optional": n != "id", "field": n, **({"name": logical} if logical else {})}
+        for n, t, logical in fields]}
+    envelope = {"type": "struct", "optional": False, "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"},
+        {"type": "struct", "optional": False, "field": "source", "fields": [
+            {"type": "string", "field": n} for n in ("connector", "db", "table", "file")] + [
+            {"type": "int64", "field": "pos"}, {"type": "int32", "field": "row"}, {"type": "int64", "field": "ts_ms"}]},
+        {"type": "string", "optional": False, "field": "op"}]}
+    values = [
+        (-354285, -30610224000000000, -3723000000),  # 1000-01-01, 1000-01-01T00:00, -01:02:03
+        (2932896, 9223372036825200000, 3020399000000),  # 9999-12-31, PostgreSQL infinity, 838:59:59
+    ]
+    lines = [json.dumps({"schema": envelope, "payload": {
+        "before": None, "after": {"id": i, "d": d, "at": at, "t": t}, "op": "c",
+        "source": {"connector": "mysql", "db": "inventory", "table": table, "file": "mysql-bin.000003",
+                   "pos": 100 + i, "row": 0, "ts_ms": 1700000000000}}}) for i, (d, at, t) in enumerate(values)]
+    batch = land_and_normalize(spark, session_lake, source, [("ends.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse([f"inventory.{table}=id"]))
+    assert (batch.result.tables, batch.result.quarantined) == ({f"inventory.{table}": 2}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+    assert dump_rows(session_lake, f"inventory.{table}") == [
+        {"id": 0, "d": "1000-01-01", "at": "1000-01-01T00:00:00.000000", "t": "-01:02:03.000000"},
+        {"id": 1, "d": "9999-12-31", "at": "294247-01-10T04:00:25.200000", "t": "838:59:59.000000"},
+    ]

@@ -154,7 +154,13 @@ def _days_since_epoch(days: Column) -> Column:
 
 
 def _time_of_day(micros: Column) -> Column:
-    return F.date_format(F.timestamp_micros(micros), "HH:mm:ss.SSSSSS")
+    """Microseconds -> ``[-]HH:MM:SS.ffffff``. Hours are not wrapped: MySQL's TIME spans -838:59:59 to 838:59:59
+    and Debezium sends such values as they are; PostgreSQL's time allows 24:00:00."""
+    magnitude = F.abs(micros)
+    return F.when(micros.isNotNull(), F.format_string(
+        "%s%02d:%02d:%02d.%06d", F.when(micros < 0, F.lit("-")).otherwise(F.lit("")),
+        F.floor(magnitude / 3_600_000_000), F.floor(magnitude / 60_000_000) % 60,
+        F.floor(magnitude / 1_000_000) % 60, magnitude % 1_000_000))
 
 
 _PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
