@@ -86,6 +86,11 @@ def hex16(n: int) -> str:
     return format(n, "016x")
 
 
+def pg_prefix(lsn: int, last_commit: int | None = None) -> str:
+    """A PostgreSQL change's source position: max(last commit LSN, LSN) + LSN."""
+    return hex16(max(lsn, last_commit or 0)) + hex16(lsn)
+
+
 def json_error(document: str) -> json.JSONDecodeError:
     try:
         json.loads(document)
@@ -215,7 +220,7 @@ def test_postgresql_values_as_documents(spark, session_lake, source):
     assert create.key == Row(id=1)
     assert create.before is None
     assert create.after == Row(id=1, first_name="Anne", last_name="Kretchmar", email="annek@noanswer.org")
-    assert split_position(create.position) == (hex16(24023128), tail(batch, 0, 0))
+    assert split_position(create.position) == (pg_prefix(24023128), tail(batch, 0, 0))
     assert hex16(src["lsn"]) == "00000000016e9058"
     assert create.source_ts_ms == src["ts_ms"] == 1559033904863
     assert (create.batch_id, create.source, create.format) == (batch.batch_id, source, "debezium")
@@ -227,7 +232,7 @@ def test_postgresql_values_as_documents(spark, session_lake, source):
     assert update.key == Row(id=1)
     assert update.before == Row(id=1, first_name=None, last_name=None, email=None)
     assert update.after == Row(id=1, first_name="Anne Marie", last_name="Kretchmar", email="annek@noanswer.org")
-    assert split_position(update.position) == (hex16(payload("pg_update.json")["source"]["lsn"]), tail(batch, 0, 1))
+    assert split_position(update.position) == (pg_prefix(payload("pg_update.json")["source"]["lsn"]), tail(batch, 0, 1))
     assert update.source_ts_ms == payload("pg_update.json")["source"]["ts_ms"]
     assert (update.raw_line, update.raw_offset) == where[1]
 
@@ -235,7 +240,7 @@ def test_postgresql_values_as_documents(spark, session_lake, source):
     assert delete.key == Row(id=1)
     assert delete.before == Row(id=1, first_name=None, last_name=None, email=None)
     assert delete.after is None
-    assert split_position(delete.position) == (hex16(46523128), tail(batch, 0, 2))
+    assert split_position(delete.position) == (pg_prefix(46523128), tail(batch, 0, 2))
     assert delete.source_ts_ms == payload("pg_delete.json")["source"]["ts_ms"]
     assert (delete.raw_line, delete.raw_offset) == where[2]
 
@@ -243,7 +248,7 @@ def test_postgresql_values_as_documents(spark, session_lake, source):
     assert (truncate.op, truncate.snapshot, truncate.table_id) == ("t", None, "public.customers")
     assert truncate.key == Row(id=None)
     assert (truncate.before, truncate.after) == (None, None)
-    assert split_position(truncate.position) == (hex16(46523128), tail(batch, 0, 3))
+    assert split_position(truncate.position) == (pg_prefix(46523128), tail(batch, 0, 3))
     assert truncate.source_ts_ms == payload("pg_truncate.json")["source"]["ts_ms"]
     assert (truncate.raw_line, truncate.raw_offset) == where[3]
 
@@ -281,8 +286,8 @@ def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, sourc
         ("r", Row(id=1), 1, 10), ("u", Row(id=1), 2, 11), ("d", Row(id=1), 3, 12), ("t", Row(id=None), 5, 14),
     ]
     assert [split_position(r.position) for r in rows] == [
-        (hex16(24023128), tail(batch, 0, 0)), (hex16(24023128), tail(batch, 0, 1)),
-        (hex16(46523128), tail(batch, 0, 2)), (hex16(46523128), tail(batch, 0, 4)),
+        (pg_prefix(24023128), tail(batch, 0, 0)), (pg_prefix(24023128), tail(batch, 0, 1)),
+        (pg_prefix(46523128), tail(batch, 0, 2)), (pg_prefix(46523128), tail(batch, 0, 4)),
     ]
     assert [r.after for r in rows] == [
         Row(id=1, first_name="Anne", last_name="Kretchmar", email="annek@noanswer.org"),
@@ -477,7 +482,7 @@ def test_postgresql_positions_follow_lsn_order(spark, session_lake, source):
     lines = []
     for i, lsn in enumerate(lsns):
         event = json.loads(json.dumps(base))  # schemas.enable=false: the bare payload
-        event["source"]["lsn"] = lsn
+        event["source"].update(lsn=lsn, sequence=None)  # no last commit LSN: the LSN alone decides
         event["after"]["id"] = i
         lines.append(json.dumps(event))
     batch = land_and_normalize(spark, session_lake, source, [("pg_lsns.jsonl", "\n".join(lines) + "\n")],
@@ -487,7 +492,35 @@ def test_postgresql_positions_follow_lsn_order(spark, session_lake, source):
     _, rows = staged(spark, session_lake, batch, "public.customers")
     in_position_order = [lsns[r.after.id] for r in rows]
     assert in_position_order == sorted(lsns)
-    assert [split_position(r.position)[0] for r in rows] == [hex16(n) for n in sorted(lsns)]
+    assert [split_position(r.position)[0] for r in rows] == [pg_prefix(n) for n in sorted(lsns)]
+
+
+def test_postgresql_changes_are_ordered_as_debezium_delivers_them(spark, session_lake, source):
+    # PostgreSQL decodes transactions in commit order; a change keeps the LSN it was written at. An update written
+    # (LSN 250) before an incremental snapshot's high watermark (LSN 300) and committed after it is delivered after
+    # the snapshot's read of the row, which did not see it: the update is the newer change. Debezium's `sequence`
+    # ([last commit LSN, LSN]) says so: its last commit (320) is past the read's position.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    def event(table: str, op: str, lsn: int, sequence: list[str], snapshot: str, before: str | None,
+              after: str) -> str:
+        return json.dumps({
+            "before": None if before is None else {"id": 2, "v": before}, "after": {"id": 2, "v": after}, "op": op,
+            "source": {"connector": "postgresql", "db": "postgres", "schema": "public", "table": table, "lsn": lsn,
+                       "sequence": json.dumps(sequence), "snapshot": snapshot, "ts_ms": 1700000000000 + lsn}})
+    for reversed_delivery in (False, True):  # one batch each, in delivery order; then the update's batch first
+        table = f"seq_{uuid.uuid4().hex[:6]}"
+        read = event(table, "r", 300, ["290", "300"], "incremental", None, "x")
+        update = event(table, "u", 250, ["320", "250"], "false", "x", "y")
+        for line in [update, read] if reversed_delivery else [read, update]:
+            batch = land_and_normalize(spark, session_lake, source, [(f"{table}.jsonl", line + "\n")],
+                                       keys=KeySpec.parse([f"public.{table}=id"]))
+            assert batch.result.quarantined == 0
+            _, (row,) = staged(spark, session_lake, batch, f"public.{table}")
+            assert split_position(row.position)[0] == (pg_prefix(300, 290) if line is read else pg_prefix(250, 320))
+            apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+        assert dump_rows(session_lake, f"public.{table}") == [{"id": 2, "v": "y"}], reversed_delivery
 
 
 def test_sqlserver_positions_compare_numerically(spark, session_lake, source):

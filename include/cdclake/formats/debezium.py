@@ -10,7 +10,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   :mod:`cdclake.normalize` learns keys and columns from ``CREATE TABLE`` and applies ``TRUNCATE``.
 - table: ``source.db`` / ``source.schema`` / ``source.table`` (:func:`cdclake.identity.table_id`).
 - source position, by what ``source`` carries:
-  PostgreSQL ``lsn`` (16 hex digits);
+  PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
+  of ``source.sequence``), the order Debezium delivers changes in;
   SQL Server ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons dropped) + ``event_serial_no`` (16);
   MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
@@ -77,7 +78,7 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
 
     scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
-        F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), hex_segment(lsn))
+        F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), _postgres_position(lsn, src["sequence"]))
         # Oracle: the transaction's commit SCN (a snapshot read has none: its SCN), then the change's SCN.
         .when(scn.rlike(r"^\d+$"),
               F.concat(hex_segment(F.when(commit_scn.rlike(r"^\d+$"), commit_scn).otherwise(scn)), hex_segment(scn)))
@@ -89,6 +90,22 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
         .when(F.lit(unpositioned) & _no_position_fields(src), F.lit(NO_BINLOG_POSITION))
         .otherwise(binlog_position(src["file"], src["pos"], src["row"]))
     )
+
+
+def _postgres_position(lsn: Column, sequence: Column) -> Column:
+    """``max(last commit LSN, lsn)`` + ``lsn``, 16 hex digits each.
+
+    PostgreSQL decodes transactions in commit order, but a change keeps the LSN it was written at, so LSNs of
+    concurrent transactions interleave: a change written before an incremental snapshot's high watermark and
+    committed after it has the lower LSN, yet is the newer change. Debezium's ``sequence`` (``[last commit LSN,
+    lsn]``, the commit LSN of the transaction delivered before) restores the delivery order: every change of a
+    transaction is below its commit LSN, which is the next transaction's last commit LSN. The maximum keeps a
+    snapshot read (``[null, snapshot LSN]``) and any event without ``sequence`` at its LSN, as before.
+    """
+    last_commit = F.from_json(sequence, "array<string>")[0]
+    last_commit = F.when(last_commit.rlike(r"^\d+$"), last_commit.cast("decimal(20,0)"))
+    return F.concat(hex_segment(F.greatest(lsn.cast("decimal(20,0)"), F.coalesce(last_commit, F.lit(0)))),
+                    hex_segment(lsn))
 
 
 def _no_position_fields(src: Column) -> Column:
