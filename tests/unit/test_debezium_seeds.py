@@ -665,7 +665,8 @@ def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark
 
     def geo(name: str, wkb_hex: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return ({"type": "struct", "name": f"io.debezium.data.geometry.{name}", "optional": True, "fields": [
-            {"type": "bytes", "optional": False, "field": "wkb"}, {"type": "int32", "optional": True, "field": "srid"}]},
+            {"type": "bytes", "optional": False, "field": "wkb"},
+            {"type": "int32", "optional": True, "field": "srid"}]},
             {"wkb": base64.b64encode(bytes.fromhex(wkb_hex)).decode(), "srid": 4326})
     geometry = geo("Geometry", "0101000020E6100000000000FC83D797C1000000FC83D797C1")
     geography = geo("Geography", "0101000020E61000000C21E7FDFF7F66401842CEFBFF7F5640")
