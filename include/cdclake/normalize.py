@@ -180,7 +180,9 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]
         return F.when(present, F.struct(*values))
 
-    key_text = [F.coalesce(key_raw[k], after_raw[k], before_raw[k]) for k in typing.key]
+    # The new row's key is its after image's, where it has one: dtle writes a primary-key change as one update
+    # whose message key is the old key (its before image's); a key change is then a delete plus an upsert.
+    key_text = [F.coalesce(after_raw[k], key_raw[k], before_raw[k]) for k in typing.key]
     key_ok = F.lit(True)
     for text in key_text:
         key_ok = key_ok & text.isNotNull()

@@ -749,3 +749,31 @@ def test_values_at_the_ends_of_the_calendar_and_the_clock_apply_and_dump(spark, 
         {"id": 0, "d": "1000-01-01", "at": "1000-01-01T00:00:00.000000", "t": "-01:02:03.000000"},
         {"id": 1, "d": "9999-12-31", "at": "294247-01-10T04:00:25.200000", "t": "838:59:59.000000"},
     ]
+
+
+def test_dtle_key_change_as_one_update_keyed_by_the_old_key(spark, session_lake, source):
+    # dtle (driver/kafka: "update: use before value") writes a primary-key change as ONE update whose Kafka key is
+    # the before image's key: the old key is deleted and the after image's key upserted.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"k{uuid.uuid4().hex[:8]}"
+    base = json.loads(text("dtle_create_snapshot.json"))
+    anne = base["payload"]["after"]
+
+    def event(op: str, pos: int, before: dict[str, Any] | None, after: dict[str, Any]) -> str:
+        doc = json.loads(json.dumps(base))
+        doc["payload"].update(op=op, before=before, after=after)
+        doc["payload"]["source"].update(table=table, pos=pos, row=0, snapshot=False)
+        return json.dumps(doc)
+    key = json.loads(text("dtle_key.json"))
+    key["payload"] = {"id": anne["id"]}
+    topic = f"dbserver1.inventory.{table}"
+    lines = [kcat(0, json.dumps(key), event("c", 200, None, anne), topic=topic),
+             kcat(1, json.dumps(key), event("u", 300, anne, {**anne, "id": 1104}), topic=topic)]
+    batch = land_and_normalize(spark, session_lake, source, [("dtle.kcat.jsonl", "\n".join(lines) + "\n")])
+    assert batch.result.quarantined == 0
+    _, rows = staged(spark, session_lake, batch, f"inventory.{table}")
+    assert [(r.op, r.key.id) for r in rows] == [("c", 1004), ("d", 1004), ("u", 1104)]
+    apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+    assert dump_rows(session_lake, f"inventory.{table}") == [{**anne, "id": 1104}]
