@@ -419,12 +419,15 @@ def test_dtle_events_as_kafka_messages(spark, session_lake, source):
         kcat(0, text("dtle_key.json"), value, topic=topic),
         kcat(1, text("dtle_key_missing_comma.json"), value, topic=topic),
         kcat(2, None, text("dtle_ddl.json"), topic="dtle-schema-changes"),
+        # dtle's tombstone after a delete (driver/kafka: DbzOutput{Schema: nil, Payload: nil}): skipped
+        kcat(3, text("dtle_key.json"), '{"schema":null,"payload":null}', topic=topic),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("dtle.kcat.jsonl", "\n".join(lines) + "\n")])
 
     # The snapshot DDL (CREATE TABLE `a` in database `a`) creates that table, empty, with its key.
     assert batch.result.tables == {"a.a": 0, "inventory.customers": 1}
-    assert (batch.result.quarantined, batch.result.skipped) == (1, {DDL_CREATE: 1})
+    assert (batch.result.quarantined, batch.result.skipped) == (
+        1, {DDL_CREATE: 1, "tombstone (null schema and payload)": 1})
     schema, (row,) = staged(spark, session_lake, batch, "inventory.customers")
     assert schema["key"].dataType == ID_KEY
     assert schema["after"].dataType == CUSTOMER_ROW

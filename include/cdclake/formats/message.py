@@ -114,6 +114,10 @@ def _combine(shapes: Sequence[Shape], per_shape: dict[str, Column], default: Col
     return default if expr is None else expr.otherwise(default)
 
 
+NULL_ENVELOPE_SKIP = "tombstone (null schema and payload)"
+_NULL_ENVELOPES = ('{"schema":null,"payload":null}', '{"payload":null,"schema":null}')
+
+
 def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> DataFrame:
     """Raw records -> parsed records (:data:`cdclake.formats.PARSED_COLUMNS`) in one pass.
 
@@ -163,6 +167,9 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     st, why = status(
         (F.col("error").isNotNull(), F.concat(F.lit("unframed message: "), F.col("error")), "quarantine"),
         (F.col("value").isNull(), F.lit("tombstone (null value)"), "skip"),
+        # dtle's tombstone after a delete is a value: the JSON converter's envelope of nothing.
+        ((F.length("value") < 64) & F.regexp_replace("value", r"\s", "").isin(*_NULL_ENVELOPES),
+         F.lit(NULL_ENVELOPE_SKIP), "skip"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & F.get_json_object(F.col("value"), "$").isNull(),
          F.lit("message value is not valid JSON"), "quarantine"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & ~F.trim(F.col("value")).startswith("{"),
