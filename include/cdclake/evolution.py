@@ -1,9 +1,12 @@
 """Which column type changes an Iceberg table can take (schema evolution rules, pure).
 
 Iceberg widens in place only ``int -> long``, ``float -> double`` and a decimal's precision (same scale). A change
-arriving with a narrower type than the table's (an ``int`` into a ``long`` column) fits: it is cast on write. Any
-other difference (``string`` into ``int``, a narrower decimal scale, ``timestamp`` vs ``timestamp_ntz``) is
-incompatible: the affected changes are quarantined with that reason instead of being cast with loss.
+arriving with a narrower type than the table's fits: it is cast on write. That is an ``int`` into a ``long`` column,
+or a decimal with no more integer digits and no more fraction digits than the column's (``decimal(12,2)`` into
+``decimal(38,10)``: DRS types a bare ``decimal`` so until a DDL says more, and a full sync landed after incremental
+batches says ``decimal(12,2)``). Any other difference (``string`` into ``int``, a wider decimal scale,
+``timestamp`` vs ``timestamp_ntz``) is incompatible: the affected changes are quarantined with that reason
+instead of being cast with loss.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ def fits(table: DataType, incoming: DataType) -> bool:
     if isinstance(table, DoubleType) and isinstance(incoming, (FloatType, ByteType, ShortType, IntegerType)):
         return True
     if isinstance(table, DecimalType) and isinstance(incoming, DecimalType):
-        return incoming.scale == table.scale and incoming.precision <= table.precision
+        return (incoming.scale <= table.scale
+                and incoming.precision - incoming.scale <= table.precision - table.scale)
     return False
 
 
@@ -45,5 +49,6 @@ def incompatibility(column: str, table: DataType, incoming: DataType) -> str | N
     if fits(table, incoming) or widening(table, incoming):
         return None
     return (f"column {column} arrives as {incoming.simpleString()} but the table has {table.simpleString()}; "
-            "Iceberg widens only int->long, float->double and decimal precision (same scale), so these changes "
+            "Iceberg widens only int->long, float->double and decimal precision (same scale), and a value is "
+            "cast into the column only without loss, so these changes "
             "are held back: evolve the table by hand (or rename the column at the source), then replay them")

@@ -317,6 +317,33 @@ def test_a_column_widened_in_a_later_batch_widens_the_table_its_changelog_and_hi
     assert [r.v for r in values] == [30, 30000000000]
 
 
+def test_a_full_sync_landed_after_incremental_batches_fits_their_wider_decimal(spark, session_lake, source):
+    # DRS writes a bare `decimal` type: an incremental batch without DDL types the column decimal(38,10). The full
+    # sync's CREATE TABLE (decimal(12,2)) arrives later; its values fit the table's column without loss.
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"d{uuid.uuid4().hex[:8]}"
+    common = {"es": 1624614713000, "ts": 1625058726990, "database": db, "table": "pay", "old": None}
+    full_sync = [
+        {**common, "mysqlType": None, "id": 1, "type": "INIT_DDL", "isDdl": True, "sqlType": None, "data": None,
+         "sql": "CREATE TABLE `pay` (`id` int NOT NULL, `amount` decimal(12,2), PRIMARY KEY (`id`))",
+         "pkNames": None},
+        {**common, "mysqlType": {"id": "int", "amount": "decimal"}, "id": 2, "type": "INIT", "isDdl": False,
+         "sql": "", "sqlType": {"id": 4, "amount": 3}, "data": [{"id": "1", "amount": "10.50"}], "pkNames": ["id"]},
+    ]
+    incremental = [{**full_sync[1], "id": 10, "type": "INSERT", "data": [{"id": "2", "amount": "3.25"}]}]
+    for n, docs in enumerate([incremental, full_sync]):
+        content = "".join(json.dumps(d) + "\n" for d in docs)
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{n}.jsonl", content.encode("utf-8"))])
+        assert normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs").quarantined == 0
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
+    rows = dump_rows(session_lake, f"{db}.pay")
+    assert [(r["id"], Decimal(str(r["amount"]))) for r in rows] == [(1, Decimal("10.50")), (2, Decimal("3.25"))]
+
+
 def test_a_canal_column_that_mysqltype_does_not_list_is_kept(spark, session_lake, source):
     # Flink's canal-data-with-init.txt has rows with a column `other` that `mysqlType` does not list: its values
     # are kept (typed by inference over the images), not dropped.
