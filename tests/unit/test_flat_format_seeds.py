@@ -216,6 +216,49 @@ def test_ckafka_create_table_gives_key_and_types(spark, session_lake, source):
     assert list(quarantined(spark, source)) == []
 
 
+def test_ckafka_drop_table_alone_in_its_batch_follows_the_earlier_batches(spark, session_lake, source):
+    # CKafka's canal-format DDL has no position (`id` 0). Alone in a batch (Kafka decides batch boundaries), the
+    # DROP TABLE comes after every change of the earlier batches and before the later ones: 1004 and 1005 go, 1006
+    # (a later batch) stays, also when the drop's batch is replayed after it.
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"c{uuid.uuid4().hex[:8]}"
+
+    def ddl(kind: str, sql: str) -> dict[str, Any]:
+        return {"data": None, "database": db, "es": 1655812326, "id": 0, "isDdl": True, "mysqlType": None,
+                "old": None, "pkNames": None, "sql": sql, "sqlType": None, "table": "customers", "ts": 1655812326,
+                "type": kind}
+
+    def insert(key: int, pos: int) -> dict[str, Any]:
+        return {"BINLOG_NAME": "mysql-bin.000003", "BINLOG_POS": pos, "DATABASE": db, "EVENT_SERVER_ID": None,
+                "GLOBAL_ID": None, "GROUP_ID": None, "NEW_VALUES": {"id": str(key), "name": f"n{key}"},
+                "OLD_VALUES": None, "TABLE": "customers", "TIME": "20160611015029", "TYPE": "I"}
+    batches = [
+        [ddl("CREATE", "CREATE TABLE `customers` (`id` int NOT NULL, `name` varchar(255), PRIMARY KEY (`id`))"),
+         insert(1004, 154)],
+        [insert(1005, 900)],
+        [ddl("ERASE", f"DROP TABLE IF EXISTS `{db}`.`customers`")],
+        [insert(1006, 1000)],
+    ]
+    ids = []
+    for n, docs in enumerate(batches):
+        content = "".join(json.dumps(d) + "\n" for d in docs)
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{n}.jsonl", content.encode("utf-8"))])
+        ids.append(batch_id)
+
+    def run_batch(batch_id: str) -> list[dict[str, Any]]:
+        result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="ckafka")
+        assert result.quarantined == 0, quarantined(spark, source)
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
+        return dump_rows(session_lake, f"{db}.customers")
+    tables = [run_batch(batch_id) for batch_id in ids]
+    assert [[r["id"] for r in rows] for rows in tables] == [[1004], [1004, 1005], [], [1006]]
+    assert run_batch(ids[2]) == [{"id": 1006, "name": "n1006"}]  # the drop, replayed
+
+
 def test_auto_detects_every_dialect_in_one_batch(spark, session_lake, source):
     names = ["drs/mysql_update.json", "drs/mongo_insert.json", "ckafka/dml_insert.json",
              "debezium/pg_create.json", "debezium/sqlserver_create.json", "debezium/dtle_create_snapshot.json"]
