@@ -6,6 +6,7 @@ Spark's catalog configuration is fixed when the session starts, so the whole run
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def spark(session_lake: LakeSettings):
     session = get_spark(session_lake, app_name="cdclake-tests")
     yield session
     session.stop()
+    # py4j closes its pooled connections when they are garbage-collected at interpreter exit, and logs that at
+    # INFO to a handler whose stream pytest has closed by then ("--- Logging error ---" after the summary).
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture()
