@@ -53,7 +53,7 @@ from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
-from cdclake.landing import batch_raw_paths, list_batches
+from cdclake.landing import batch_raw_paths, list_batches, read_manifest
 from cdclake.records import position
 from cdclake.settings import LakeSettings
 from cdclake.spark import CASE_SENSITIVE, WHOLE_STAGE_CODEGEN, session_settings
@@ -523,51 +523,65 @@ def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
 
 
 def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
-               earlier: Callable[[], str | None]) -> tuple[DataFrame, Outcome]:
+               earlier: Callable[[str], str | None]) -> tuple[DataFrame, Outcome]:
     """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records.
 
     A TRUNCATE or DROP TABLE without a source position of its own (canal-format DDL: CKafka's has ``id`` 0) is
-    ordered by the row change next to it in its input file; alone in its batch, after the last change of the
-    source's earlier batches (``earlier``, computed once, only when needed)."""
+    ordered by the row change next to it in its input file; alone in its batch, after the table's last change in
+    the source's earlier batches (``earlier(table_id)``, only when needed)."""
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
     outcome = interpret(ddl_rows, policies)
-    before: list[str | None] = []
+    before: dict[str, str | None] = {}
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
         if record["status"] == "ok" and record.get("source_pos") is None:
             record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
             if record["source_pos"] is None:
-                before = before or [earlier()]
-                record["source_pos"] = before[0]
+                tid = record["table_id"]
+                if tid not in before:
+                    before[tid] = earlier(tid)
+                record["source_pos"] = before[tid]
             if record["source_pos"] is None and not table_exists(spark, record["table_id"]):
                 record.update(status="skip", reason=_NOTHING_TO_TRUNCATE)
             elif record["source_pos"] is None:
                 record.update(status="quarantine", reason=(
-                    "TRUNCATE (or DROP TABLE) without a source position, and no row change in its input file or "
-                    "in an earlier batch of the source to order it by: land it together with the changes around "
-                    "it"))
+                    "TRUNCATE (or DROP TABLE) without a source position, and no row change to order it by (in its "
+                    "input file; alone in a landed batch, in the source's earlier batches): land it together with "
+                    "the changes around it"))
     rewritten = spark.createDataFrame(outcome.records, schema=parsed.schema)
     return parsed.where(F.col("status") != "ddl").unionByName(rewritten), outcome
 
 
-def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, batch_id: str,
-                      fmt: str) -> str | None:
-    """The highest source position of the newest earlier batch of ``source`` that has positioned row changes.
+def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, batch_id: str, fmt: str,
+                      table_id: str) -> str | None:
+    """The highest source position of ``table_id``'s row changes in the newest earlier batch of ``source`` that
+    has some.
 
-    A message landed in a later batch came after every message of the earlier ones (landing keeps the source's
-    order), so an unpositioned TRUNCATE at this position, with its batch id as the tie-break, follows them; the raw
-    zone is immutable, so a re-run finds the same position."""
+    A message landed in a later batch came after the earlier batches' messages of its table (landing keeps the
+    order of each Kafka partition, and a table's changes share one), so an unpositioned TRUNCATE at this position,
+    with its batch id as the tie-break, follows them. The raw zone is immutable, so a re-run finds the same
+    position. None for a batch of replayed quarantined messages: it was landed after batches that came later at
+    the source (replayed batches are passed over for the same reason)."""
+    def replayed(batch: str) -> bool:
+        files = read_manifest(settings, source, batch)["files"]
+        return any(entry["input"].startswith(quarantine.REPLAY_SCHEME) for entry in files)
+
+    if replayed(batch_id):
+        return None
     normalizer = get_normalizer(fmt)
     batches = list_batches(settings, source)
     for earlier in reversed(batches[:batches.index(batch_id)] if batch_id in batches else []):
+        if replayed(earlier):
+            continue
         raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, earlier))
-        row = (normalizer.parse(raw).where((F.col("status") == "ok") & F.col("source_pos").isNotNull())
+        row = (normalizer.parse(raw)
+               .where((F.col("status") == "ok") & (F.col("table_id") == table_id) & F.col("source_pos").isNotNull())
                .agg(F.max("source_pos")).first())
         if row is not None and row[0] is not None:
-            log.info("batch %s: an unpositioned TRUNCATE/DROP TABLE is ordered after batch %s (position %s)",
-                     batch_id, earlier, row[0])
+            log.info("batch %s: the unpositioned TRUNCATE/DROP TABLE of %s is ordered after batch %s (position %s)",
+                     batch_id, table_id, earlier, row[0])
             return str(row[0])
     return None
 
@@ -636,7 +650,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
     try:
         policies = ddl_policies or DdlPolicies()
         parsed, ddl = _apply_ddl(spark, first, policies,
-                                 earlier=lambda: _earlier_position(spark, settings, source, batch_id, fmt))
+                                 earlier=lambda tid: _earlier_position(spark, settings, source, batch_id, fmt, tid))
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
         parsed, ddl = _route_tables(parsed, ddl, history, source)
         stops = ddl_stops.stopped(spark, source)

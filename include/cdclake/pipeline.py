@@ -478,7 +478,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
                              "key": r["raw_key"], "payload": r["raw_value"]}, ensure_ascii=False)
                  for r in members]
         batches = sorted({r["batch_id"] for r in members})
-        uri = f"quarantine-replay://{src}/{batches[0]}-{batches[-1]}/{selected_at.replace(' ', 'T')}"
+        uri = f"{quarantine.REPLAY_SCHEME}{src}/{batches[0]}-{batches[-1]}/{selected_at.replace(' ', 'T')}"
         batch_id, _, _, _ = land_files(settings, source=src, framing="kcat",
                                        files=[InputFile(uri, ("\n".join(lines) + "\n").encode("utf-8"))])
         normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys,

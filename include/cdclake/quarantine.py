@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 TABLE = meta_table("quarantine")
 PASSTHROUGH = ("input", "index", "line", "byte_offset", "offset", "key", "value", "table_id")
+REPLAY_SCHEME = "quarantine-replay://"
+"""The input URI scheme of a batch of replayed quarantined messages (landed after the batches they came from)."""
 """Parsed-record columns a quarantine row keeps (besides the reason)."""
 
 _DDL = """

@@ -218,8 +218,9 @@ def test_ckafka_create_table_gives_key_and_types(spark, session_lake, source):
 
 def test_ckafka_drop_table_alone_in_its_batch_follows_the_earlier_batches(spark, session_lake, source):
     # CKafka's canal-format DDL has no position (`id` 0). Alone in a batch (Kafka decides batch boundaries), the
-    # DROP TABLE comes after every change of the earlier batches and before the later ones: 1004 and 1005 go, 1006
-    # (a later batch) stays, also when the drop's batch is replayed after it.
+    # DROP TABLE comes after its table's changes in the earlier batches and before the later ones: 1004 and 1005 go,
+    # 1006 (a later batch) stays, also when the drop's batch is replayed after it. Another table's partition may be
+    # ahead (its change at 5000 landed before 1006 at 1000): only the dropped table's changes order the drop.
     from cdclake.apply_options import ApplyOptions
     from cdclake.pipeline import apply_batch
     from cdclake.reader import dump_rows
@@ -231,14 +232,14 @@ def test_ckafka_drop_table_alone_in_its_batch_follows_the_earlier_batches(spark,
                 "old": None, "pkNames": None, "sql": sql, "sqlType": None, "table": "customers", "ts": 1655812326,
                 "type": kind}
 
-    def insert(key: int, pos: int) -> dict[str, Any]:
+    def insert(key: int, pos: int, table: str = "customers") -> dict[str, Any]:
         return {"BINLOG_NAME": "mysql-bin.000003", "BINLOG_POS": pos, "DATABASE": db, "EVENT_SERVER_ID": None,
                 "GLOBAL_ID": None, "GROUP_ID": None, "NEW_VALUES": {"id": str(key), "name": f"n{key}"},
-                "OLD_VALUES": None, "TABLE": "customers", "TIME": "20160611015029", "TYPE": "I"}
+                "OLD_VALUES": None, "TABLE": table, "TIME": "20160611015029", "TYPE": "I"}
     batches = [
         [ddl("CREATE", "CREATE TABLE `customers` (`id` int NOT NULL, `name` varchar(255), PRIMARY KEY (`id`))"),
          insert(1004, 154)],
-        [insert(1005, 900)],
+        [insert(1005, 900), insert(1, 5000, "orders")],
         [ddl("ERASE", f"DROP TABLE IF EXISTS `{db}`.`customers`")],
         [insert(1006, 1000)],
     ]
@@ -250,7 +251,8 @@ def test_ckafka_drop_table_alone_in_its_batch_follows_the_earlier_batches(spark,
         ids.append(batch_id)
 
     def run_batch(batch_id: str) -> list[dict[str, Any]]:
-        result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="ckafka")
+        result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="ckafka",
+                                 keys=KeySpec.parse([f"{db}.orders=id"]))
         assert result.quarantined == 0, quarantined(spark, source)
         apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
         return dump_rows(session_lake, f"{db}.customers")
