@@ -406,6 +406,53 @@ def test_sqlserver_create_event(spark, session_lake, source):
     assert row.unavailable == []
 
 
+SQLSERVER_SCHEMA_CHANGE = {  # Debezium's SQL Server connector documents its schema-change events without DDL text
+    "source": {"version": "2.5.0.Final", "connector": "sqlserver", "name": "server1", "ts_ms": 0, "snapshot": "true",
+               "db": "testDB", "schema": "dbo", "table": "customers", "change_lsn": None,
+               "commit_lsn": "00000025:00000d98:00a2", "event_serial_no": None},
+    "ts_ms": 1588252618953, "databaseName": "testDB", "schemaName": "dbo", "ddl": None,
+    "tableChanges": [{"type": "CREATE", "id": '"testDB"."dbo"."customers"', "table": {
+        "defaultCharsetName": None, "primaryKeyColumnNames": ["id"], "columns": [
+            {"name": "id", "jdbcType": 4, "nativeType": None, "typeName": "int identity",
+             "typeExpression": "int identity", "charsetName": None, "length": 10, "scale": 0, "position": 1,
+             "optional": False, "autoIncremented": False, "generated": False}]}}],
+}
+TRANSACTION_BEGIN = {"status": "BEGIN", "id": "571:53195829", "ts_ms": 1486500577125, "event_count": None,
+                     "data_collections": None}
+TRANSACTION_END = {"status": "END", "id": "571:53195832", "ts_ms": 1486500577691, "event_count": 1,
+                   "data_collections": [{"data_collection": "testDB.dbo.customers", "event_count": 1}]}
+NO_DDL_TEXT = "schema change event without DDL text (tableChanges only): columns come from the change events"
+TRANSACTION = "transaction metadata (status BEGIN/END)"
+
+
+def enveloped(value: dict[str, Any]) -> str:
+    """A value as the JSON converter writes it with schemas enabled (the schema's content is not read here)."""
+    return json.dumps({"schema": {"type": "struct", "optional": False, "fields": []}, "payload": value})
+
+
+def test_schema_change_events_without_ddl_text_and_transaction_metadata_are_skipped(spark, session_lake, source):
+    """SQL Server's schema-change events (``ddl`` null, ``tableChanges`` only) and the transaction-metadata
+    topic's BEGIN/END are recognized with and without the schema envelope; an enveloped schema-change event with
+    DDL text is a DDL record (it has a ``payload`` like a change event, but no ``op``)."""
+    server_key = json.dumps({"databaseName": "testDB"})
+    lines = [
+        kcat(0, server_key, json.dumps(SQLSERVER_SCHEMA_CHANGE), topic="server1"),
+        kcat(1, server_key, enveloped(SQLSERVER_SCHEMA_CHANGE), topic="server1"),
+        kcat(0, None, enveloped(payload("dtle_ddl.json")), topic="dbhistory"),
+        kcat(0, json.dumps({"id": TRANSACTION_BEGIN["id"]}), json.dumps(TRANSACTION_BEGIN), topic="server1.transaction"),
+        kcat(0, None, text("sqlserver_create.json"), topic="server1.testDB.dbo.customers"),
+        kcat(1, json.dumps({"id": TRANSACTION_END["id"]}), enveloped(TRANSACTION_END), topic="server1.transaction"),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [("metadata.kcat.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    assert batch.result.quarantined == 0
+    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2}
+    assert batch.result.tables == {"a.a": 0, "dbo.customers": 1}
+    _, (row,) = staged(spark, session_lake, batch, "dbo.customers")
+    assert (row.op, row.key, row.raw_line) == ("c", Row(id=1005), 5)
+
+
 # --- dtle / MySQL (seed 002) ----------------------------------------------------------------------------------------
 
 def mysql_prefix(file: str, pos: int, row: int) -> str:

@@ -8,7 +8,7 @@ and stages canonical records. Every format reads messages through one shared par
 ==========  =======================================================================================
 format      shapes
 ==========  =======================================================================================
-debezium    Debezium change events (PostgreSQL, SQL Server, MySQL) and schema-change (DDL) events
+debezium    Debezium change events (PostgreSQL, SQL Server, MySQL), schema-change (DDL) and transaction events
 dtle        the same (dtle's Debezium-compatible MySQL output and its SchemaChangeTopic DDL)
 canal       canal flat messages (DML and DDL)
 drs         Huawei DRS: canal-like MySQL and relational (GaussDB/PostgreSQL/Oracle/SQL Server) messages, MongoDB
@@ -66,19 +66,20 @@ class Normalizer:
 
 
 _REGISTRY = {
-    "debezium": ("debezium", "debezium_ddl"),
-    "dtle": ("debezium", "debezium_ddl"),
+    "debezium": ("debezium", "debezium_ddl", "debezium_tx"),
+    "dtle": ("debezium", "debezium_ddl", "debezium_tx"),
     "canal": ("canal",),
     "drs": ("mongo", "canal"),
     "ckafka": ("ckafka", "canal"),
-    "auto": ("debezium", "debezium_ddl", "mongo", "ckafka", "canal"),
+    "auto": ("debezium", "debezium_ddl", "debezium_tx", "mongo", "ckafka", "canal"),
 }
 
 
 def _shapes() -> "dict[str, Shape]":
     from cdclake.formats import canal, ckafka, debezium, mongo
 
-    shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, mongo.SHAPE, ckafka.SHAPE, canal.SHAPE)
+    shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, debezium.TRANSACTION_SHAPE, mongo.SHAPE, ckafka.SHAPE,
+              canal.SHAPE)
     return {s.name: s for s in shapes}
 
 

@@ -7,7 +7,9 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 - ``op``: c/u/d/r/t as given; ``c`` with a truthy ``source.snapshot`` (older connectors, dtle) is a snapshot read
   ``r``. ``m`` (logical-decoding message) and tombstones (null value) are skipped with a counted reason.
 - schema-change events (``ddl`` + ``databaseName``, on Debezium's and dtle's schema-change topics) are DDL records:
-  :mod:`cdclake.normalize` learns keys and columns from ``CREATE TABLE`` and applies ``TRUNCATE``.
+  :mod:`cdclake.normalize` learns keys and columns from ``CREATE TABLE`` and applies ``TRUNCATE``. One without DDL
+  text (SQL Server's: ``tableChanges`` only) is skipped with a counted reason, as are the BEGIN/END messages of
+  Debezium's transaction-metadata topic.
 - table: ``source.db`` / ``source.schema`` / ``source.table`` (:func:`cdclake.identity.table_id`).
 - source position, by what ``source`` carries:
   PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
@@ -28,7 +30,7 @@ from pyspark.sql import functions as F
 
 from cdclake.formats.common import CORRUPT, null_string, positive_integer, sanitize, unquote_json_text
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
-from cdclake.formats.message import BODY_FIELDS, KEY_SCHEMA, FROM_JSON_OPTIONS, Rule, Shape
+from cdclake.formats.message import KEY_SCHEMA, FROM_JSON_OPTIONS, PAYLOAD_FIELDS, Rule, Shape
 from cdclake.records import hex_segment
 
 SNAPSHOT_TRUE = ("true", "first", "last", "first_in_data_collection", "last_in_data_collection", "incremental")
@@ -37,7 +39,7 @@ OPS = ("c", "u", "d", "r", "t")
 
 def _body(j: Column) -> Column:
     return F.when(j["payload"].isNotNull(), j["payload"]).otherwise(
-        F.struct(*[j[f.name].alias(f.name) for f in BODY_FIELDS]))
+        F.struct(*[j[f.name].alias(f.name) for f in PAYLOAD_FIELDS]))
 
 
 NO_BINLOG_POSITION = "0" * 48
@@ -225,17 +227,37 @@ def _ddl_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]
     }
 
 
+NO_DDL_TEXT_SKIP = "schema change event without DDL text (tableChanges only): columns come from the change events"
+TRANSACTION_SKIP = "transaction metadata (status BEGIN/END)"
+
+
 def _ddl_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
+    no_text = F.trim(F.coalesce(cols["ddl"], F.lit(""))) == ""
     return [
-        (F.trim(F.coalesce(cols["ddl"], F.lit(""))) == "", F.lit("schema change event without ddl text"),
-         "quarantine"),
+        # Debezium's SQL Server (and Db2/Informix) connector writes no DDL text, only the table's new structure.
+        (no_text & F.col("_b")["tableChanges"].isNotNull(), F.lit(NO_DDL_TEXT_SKIP), "skip"),
+        (no_text, F.lit("schema change event without ddl text"), "quarantine"),
         (F.lit(True), F.lit("ddl"), "ddl"),
     ]
 
 
+def _either(j: Column, name: str) -> Column:
+    """A body field, from the payload of a schema envelope or from the top level."""
+    return F.coalesce(j["payload"][name], j[name])
+
+
 def _is_ddl(j: Column) -> Column:
-    b = F.coalesce(j["payload"]["ddl"], j["ddl"])
-    return b.isNotNull() & F.coalesce(j["payload"]["op"], j["op"]).isNull()
+    """A schema-change event: DDL text or ``tableChanges`` (SQL Server's have no text), and no ``op``."""
+    return ((_either(j, "ddl").isNotNull() | _either(j, "tableChanges").isNotNull())
+            & _either(j, "op").isNull())
+
+
+def _is_transaction(j: Column) -> Column:
+    """A message of Debezium's transaction-metadata topic (``provide.transaction.metadata``): BEGIN or END of a
+    transaction, with its ``id``; no change."""
+    status = F.upper(F.trim(_either(j, "status")))
+    return (F.coalesce(status.isin("BEGIN", "END"), F.lit(False)) & _either(j, "id").isNotNull()
+            & _either(j, "op").isNull())
 
 
 DDL_SHAPE = Shape(
@@ -245,11 +267,18 @@ DDL_SHAPE = Shape(
     rules=_ddl_rules,
     prepare=lambda j: {"_b": _body(j)},
 )
+TRANSACTION_SHAPE = Shape(
+    name="debezium_tx",
+    detect=_is_transaction,
+    columns=lambda j, row, row_index: {},
+    rules=lambda j, row, cols: [(F.lit(True), F.lit(TRANSACTION_SKIP), "skip")],
+)
 CHANGE_SHAPE = Shape(
     name="debezium",
-    detect=lambda j: j["payload"].isNotNull() | (
+    # Exclusive of the other two: an enveloped schema-change or transaction message also has a `payload`.
+    detect=lambda j: ~_is_ddl(j) & ~_is_transaction(j) & (j["payload"].isNotNull() | (
         j["coll"].isNull() & j["op"].isNotNull() & (j["source"].isNotNull() | j["after"].isNotNull()
-                                                    | j["before"].isNotNull())),
+                                                    | j["before"].isNotNull()))),
     columns=_change_columns,
     rules=_change_rules,
     prepare=lambda j: {"_b": _body(j)},

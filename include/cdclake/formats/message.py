@@ -36,7 +36,7 @@ class Shape:
     """How to recognize and read one dialect's messages.
 
     Attributes:
-        name: Shape name (``debezium``, ``debezium_ddl``, ``canal``, ``ckafka``, ``mongo``).
+        name: Shape name (``debezium``, ``debezium_ddl``, ``debezium_tx``, ``canal``, ``ckafka``, ``mongo``).
         detect: parsed message -> true when the message has this shape.
         columns: (parsed message, row image text or null, row index) -> an expression per :data:`SHAPE_COLUMNS`.
         rules: (parsed message, row, columns) -> ordered (condition, reason, status) rules; first match wins.
@@ -67,14 +67,17 @@ BODY_FIELDS: list[StructField] = [
     StructField("source", _SOURCE),
     *_strings("ts_ms", "ddl", "databaseName", "schemaName", "tableChanges"),
     StructField("position", _POSITION),
+    *_strings("status"),
 ]
 """A Debezium change event's payload (also at the top level when the value has no schema envelope), plus the
-fields of Debezium's and dtle's schema-change (DDL) events."""
+fields of Debezium's and dtle's schema-change (DDL) events and of Debezium's transaction metadata (``status``;
+its ``id`` is canal's top-level field, and in the payload :data:`PAYLOAD_FIELDS`)."""
+PAYLOAD_FIELDS: list[StructField] = [*BODY_FIELDS, *_strings("id")]
 
 _ROWS = ArrayType(StringType())
 MESSAGE_SCHEMA = StructType([
     StructField("schema", StringType()),
-    StructField("payload", StructType(BODY_FIELDS)),
+    StructField("payload", StructType(PAYLOAD_FIELDS)),
     *BODY_FIELDS,
     # canal flat message; Huawei DRS MySQL and relational variants; Tencent CKafka's canal-format DDL
     *_strings("id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType",
