@@ -421,33 +421,46 @@ TRANSACTION_BEGIN = {"status": "BEGIN", "id": "571:53195829", "ts_ms": 148650057
                      "data_collections": None}
 TRANSACTION_END = {"status": "END", "id": "571:53195832", "ts_ms": 1486500577691, "event_count": 1,
                    "data_collections": [{"data_collection": "testDB.dbo.customers", "event_count": 1}]}
+HEARTBEAT_KEY = json.dumps({"serverName": "server1"})
+HEARTBEAT = {"ts_ms": 1588252619000}
 NO_DDL_TEXT = "schema change event without DDL text (tableChanges only): columns come from the change events"
 TRANSACTION = "transaction metadata (status BEGIN/END)"
+HEARTBEAT_SKIP = "heartbeat (ts_ms only)"
 
 
-def enveloped(value: dict[str, Any]) -> str:
-    """A value as the JSON converter writes it with schemas enabled (the schema's content is not read here)."""
-    return json.dumps({"schema": {"type": "struct", "optional": False, "fields": []}, "payload": value})
+def enveloped(value: dict[str, Any], name: str | None = None) -> str:
+    """A value as the JSON converter writes it with schemas enabled (only the schema's name is read here)."""
+    return json.dumps({"schema": {"type": "struct", "optional": False, "fields": [], "name": name},
+                       "payload": value})
 
 
-def test_schema_change_events_without_ddl_text_and_transaction_metadata_are_skipped(spark, session_lake, source):
-    """SQL Server's schema-change events (``ddl`` null, ``tableChanges`` only) and the transaction-metadata
-    topic's BEGIN/END are recognized with and without the schema envelope; an enveloped schema-change event with
-    DDL text is a DDL record (it has a ``payload`` like a change event, but no ``op``)."""
+def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are_skipped(spark, session_lake,
+                                                                                         source):
+    """SQL Server's schema-change events (``ddl`` null, ``tableChanges`` only), the transaction-metadata topic's
+    BEGIN/END and heartbeats are recognized with and without the schema envelope; an enveloped schema-change event
+    with DDL text is a DDL record (it has a ``payload`` like a change event, but no ``op``)."""
     server_key = json.dumps({"databaseName": "testDB"})
     lines = [
         kcat(0, server_key, json.dumps(SQLSERVER_SCHEMA_CHANGE), topic="server1"),
         kcat(1, server_key, enveloped(SQLSERVER_SCHEMA_CHANGE), topic="server1"),
         kcat(0, None, enveloped(payload("dtle_ddl.json")), topic="dbhistory"),
-        kcat(0, json.dumps({"id": TRANSACTION_BEGIN["id"]}), json.dumps(TRANSACTION_BEGIN), topic="server1.transaction"),
+        kcat(0, json.dumps({"id": TRANSACTION_BEGIN["id"]}), json.dumps(TRANSACTION_BEGIN),
+             topic="server1.transaction"),
         kcat(0, None, text("sqlserver_create.json"), topic="server1.testDB.dbo.customers"),
         kcat(1, json.dumps({"id": TRANSACTION_END["id"]}), enveloped(TRANSACTION_END), topic="server1.transaction"),
+        kcat(0, HEARTBEAT_KEY, json.dumps(HEARTBEAT), topic="__debezium-heartbeat.server1"),
+        kcat(1, HEARTBEAT_KEY, enveloped(HEARTBEAT, "io.debezium.connector.common.Heartbeat"),
+             topic="__debezium-heartbeat.server1"),
+        # Not a heartbeat: a change event without its op is still quarantined as one.
+        kcat(2, None, json.dumps({**HEARTBEAT, "source": {"table": "customers"}}), topic="server1.testDB.dbo.x"),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("metadata.kcat.jsonl", "\n".join(lines) + "\n")],
                                keys=KeySpec.parse(["dbo.customers=id"]))
 
-    assert batch.result.quarantined == 0
-    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2}
+    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 2}
+    (broken,) = quarantined(spark, batch)
+    assert (broken.line, broken.reason) == (9, "unrecognized message: no debezium fields (not a Debezium/dtle event, "
+                                                "canal/DRS flat message, DRS MongoDB record or CKafka Format I row)")
     assert batch.result.tables == {"a.a": 0, "dbo.customers": 1}
     _, (row,) = staged(spark, session_lake, batch, "dbo.customers")
     assert (row.op, row.key, row.raw_line) == ("c", Row(id=1005), 5)

@@ -8,7 +8,7 @@ and stages canonical records. Every format reads messages through one shared par
 ==========  =======================================================================================
 format      shapes
 ==========  =======================================================================================
-debezium    Debezium change events (PostgreSQL, SQL Server, MySQL), schema-change (DDL) and transaction events
+debezium    Debezium change events (PostgreSQL, SQL Server, MySQL); schema-change, transaction, heartbeat messages
 dtle        the same (dtle's Debezium-compatible MySQL output and its SchemaChangeTopic DDL)
 canal       canal flat messages (DML and DDL)
 drs         Huawei DRS: canal-like MySQL and relational (GaussDB/PostgreSQL/Oracle/SQL Server) messages, MongoDB
@@ -66,19 +66,19 @@ class Normalizer:
 
 
 _REGISTRY = {
-    "debezium": ("debezium", "debezium_ddl", "debezium_tx"),
-    "dtle": ("debezium", "debezium_ddl", "debezium_tx"),
+    "debezium": ("debezium", "debezium_ddl", "debezium_meta"),
+    "dtle": ("debezium", "debezium_ddl", "debezium_meta"),
     "canal": ("canal",),
     "drs": ("mongo", "canal"),
     "ckafka": ("ckafka", "canal"),
-    "auto": ("debezium", "debezium_ddl", "debezium_tx", "mongo", "ckafka", "canal"),
+    "auto": ("debezium", "debezium_ddl", "debezium_meta", "mongo", "ckafka", "canal"),
 }
 
 
 def _shapes() -> "dict[str, Shape]":
     from cdclake.formats import canal, ckafka, debezium, mongo
 
-    shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, debezium.TRANSACTION_SHAPE, mongo.SHAPE, ckafka.SHAPE,
+    shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, debezium.METADATA_SHAPE, mongo.SHAPE, ckafka.SHAPE,
               canal.SHAPE)
     return {s.name: s for s in shapes}
 

@@ -9,7 +9,7 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 - schema-change events (``ddl`` + ``databaseName``, on Debezium's and dtle's schema-change topics) are DDL records:
   :mod:`cdclake.normalize` learns keys and columns from ``CREATE TABLE`` and applies ``TRUNCATE``. One without DDL
   text (SQL Server's: ``tableChanges`` only) is skipped with a counted reason, as are the BEGIN/END messages of
-  Debezium's transaction-metadata topic.
+  Debezium's transaction-metadata topic and its heartbeats.
 - table: ``source.db`` / ``source.schema`` / ``source.table`` (:func:`cdclake.identity.table_id`).
 - source position, by what ``source`` carries:
   PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
@@ -229,6 +229,7 @@ def _ddl_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]
 
 NO_DDL_TEXT_SKIP = "schema change event without DDL text (tableChanges only): columns come from the change events"
 TRANSACTION_SKIP = "transaction metadata (status BEGIN/END)"
+HEARTBEAT_SKIP = "heartbeat (ts_ms only)"
 
 
 def _ddl_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
@@ -252,6 +253,21 @@ def _is_ddl(j: Column) -> Column:
             & _either(j, "op").isNull())
 
 
+HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
+_HEARTBEAT_VALUE = r'^\s*\{\s*"ts_ms"\s*:\s*\d+\s*\}\s*$'
+"""A heartbeat's value without the schema envelope: only ``ts_ms``."""
+
+
+def _is_heartbeat(j: Column) -> Column:
+    """A message of Debezium's heartbeat topic (``__debezium-heartbeat.<prefix>``, ``heartbeat.interval.ms``): its
+    value is only ``ts_ms``; in the schema envelope, the schema is named :data:`HEARTBEAT_SCHEMA`."""
+    # Cheap tests first (`AND` stops at the first false): the rest read the value's or the schema's text.
+    enveloped = (j["payload"].isNotNull() & j["payload"]["op"].isNull() & j["payload"]["source"].isNull()
+                 & F.coalesce(j["schema"].contains(HEARTBEAT_SCHEMA), F.lit(False)))
+    bare = (F.length("value") < 64) & F.coalesce(F.col("value").rlike(_HEARTBEAT_VALUE), F.lit(False))
+    return enveloped | F.coalesce(bare, F.lit(False))
+
+
 def _is_transaction(j: Column) -> Column:
     """A message of Debezium's transaction-metadata topic (``provide.transaction.metadata``): BEGIN or END of a
     transaction, with its ``id``; no change."""
@@ -267,16 +283,17 @@ DDL_SHAPE = Shape(
     rules=_ddl_rules,
     prepare=lambda j: {"_b": _body(j)},
 )
-TRANSACTION_SHAPE = Shape(
-    name="debezium_tx",
-    detect=_is_transaction,
+METADATA_SHAPE = Shape(
+    name="debezium_meta",
+    detect=lambda j: _is_transaction(j) | _is_heartbeat(j),
     columns=lambda j, row, row_index: {},
-    rules=lambda j, row, cols: [(F.lit(True), F.lit(TRANSACTION_SKIP), "skip")],
+    rules=lambda j, row, cols: [(_is_transaction(j), F.lit(TRANSACTION_SKIP), "skip"),
+                                (F.lit(True), F.lit(HEARTBEAT_SKIP), "skip")],
 )
 CHANGE_SHAPE = Shape(
     name="debezium",
-    # Exclusive of the other two: an enveloped schema-change or transaction message also has a `payload`.
-    detect=lambda j: ~_is_ddl(j) & ~_is_transaction(j) & (j["payload"].isNotNull() | (
+    # Exclusive of the others: an enveloped schema-change, transaction or heartbeat message also has a `payload`.
+    detect=lambda j: ~_is_ddl(j) & ~_is_transaction(j) & ~_is_heartbeat(j) & (j["payload"].isNotNull() | (
         j["coll"].isNull() & j["op"].isNotNull() & (j["source"].isNotNull() | j["after"].isNotNull()
                                                     | j["before"].isNotNull()))),
     columns=_change_columns,

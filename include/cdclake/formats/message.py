@@ -36,7 +36,7 @@ class Shape:
     """How to recognize and read one dialect's messages.
 
     Attributes:
-        name: Shape name (``debezium``, ``debezium_ddl``, ``debezium_tx``, ``canal``, ``ckafka``, ``mongo``).
+        name: Shape name (``debezium``, ``debezium_ddl``, ``debezium_meta``, ``canal``, ``ckafka``, ``mongo``).
         detect: parsed message -> true when the message has this shape.
         columns: (parsed message, row image text or null, row index) -> an expression per :data:`SHAPE_COLUMNS`.
         rules: (parsed message, row, columns) -> ordered (condition, reason, status) rules; first match wins.
