@@ -37,6 +37,8 @@ from cdclake.formats.connect import column_type, struct_columns
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
+from cdclake.pipeline import apply_batch
+from cdclake.reader import dump_rows
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -435,3 +437,44 @@ def test_unsupported_type_in_an_envelope_quarantines_the_table(spark, session_la
     ).collect()
     assert [(r["table_id"], r["line"]) for r in rows] == [(f"typed.{table}", 1)]
     assert rows[0]["reason"] == f"table typed.{table}: column 'shape': unsupported Kafka Connect type 'geometry'"
+
+
+def _payload_only(table: str, after: dict[str, Any], *, lsn: int) -> str:
+    return json.dumps({"before": None, "after": after, "op": "c", "ts_ms": 1700000000000, "source": {
+        "connector": "postgresql", "name": "srv", "ts_ms": 1700000000000, "snapshot": "false", "db": "shop",
+        "schema": "typed", "table": table, "lsn": lsn}})
+
+
+def test_payload_only_values_into_existing_columns_are_never_truncated_or_rounded(spark, session_lake):
+    """Without a schema, a value is typed by the table's column: a fraction in a bigint column or a digit beyond a
+    decimal's scale is a failed cast (quarantined with the column), not a value stored changed (Spark's cast
+    alone makes "5.17" 5 and "5.175" 5.18)."""
+    table = f"schemaless_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    fields = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": "int64", "optional": True, "field": "weight"}, decimal_spec(2, 10, field="price")]
+    first, _ = _land_and_normalize(spark, session_lake, source, _envelope(
+        table, fields, {"id": 1, "weight": 3, "price": b64(java_bytes(250))}, lsn=100) + "\n")
+    apply_batch(spark, session_lake, source=source, batch_id=first)
+    images = [
+        {"id": 2, "weight": 5, "price": "5.10"},
+        {"id": 3, "weight": 5.17, "price": "1"},
+        {"id": 4, "weight": 1, "price": "5.175"},
+        {"id": 5, "weight": 7.0, "price": 6},
+        {"id": 6, "weight": None, "price": b64(java_bytes(1234))},  # Connect's Decimal bytes, the column's scale
+        {"id": 7, "weight": 9223372036854775808, "price": "0"},
+    ]
+    text = "".join(_payload_only(table, image, lsn=200 + i) + "\n" for i, image in enumerate(images))
+    second, result = _land_and_normalize(spark, session_lake, source, text)
+    apply_batch(spark, session_lake, source=source, batch_id=second)
+
+    assert result.quarantined == 3
+    rows = spark.sql(f"SELECT line, reason FROM lake.cdclake_meta.quarantine WHERE source = '{source}' "
+                     f"AND batch_id = '{second}' ORDER BY line").collect()
+    assert [(r["line"], r["reason"]) for r in rows] == [
+        (2, 'value does not convert to the column type: after column weight (bigint): ["5.17"]'),
+        (3, 'value does not convert to the column type: after column price (decimal(10,2)): ["5.175"]'),
+        (6, 'value does not convert to the column type: after column weight (bigint): ["9223372036854775808"]'),
+    ]
+    assert [(r["id"], r["weight"], r["price"]) for r in dump_rows(session_lake, tid)] == [
+        (1, 3, "2.50"), (2, 5, "5.10"), (5, 7, "6.00"), (6, None, "12.34")]  # dump: decimals as exact text

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
+    ByteType,
     DataType,
     DateType,
     DecimalType,
@@ -31,6 +32,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    ShortType,
     StringType,
     TimestampNTZType,
     TimestampType,
@@ -270,8 +272,9 @@ def envelope_row_schema(value_schema: dict[str, Any]) -> dict[str, Any] | None:
 def cast_converter(data_type: DataType) -> Converter:
     """Decoder for a column known only by its Spark type (payload-only events into an existing table).
 
-    Numbers and ISO strings are cast; numeric dates are days since the epoch and numeric timestamps micros since
-    the epoch (Debezium's defaults); decimals are plain text or Connect's base64 with the column's scale.
+    Integers and decimals convert exactly or not at all (null: a failed cast); other numbers and ISO strings are
+    cast; numeric dates are days since the epoch and numeric timestamps micros since the epoch (Debezium's
+    defaults); decimals are number text or Connect's base64 with the column's scale.
     """
     if isinstance(data_type, DateType):
         return lambda c: F.when(c.rlike(r"^-?\d+$"), _days_since_epoch(c)).otherwise(c.cast("date"))
@@ -279,9 +282,16 @@ def cast_converter(data_type: DataType) -> Converter:
         target = "timestamp_ntz" if isinstance(data_type, TimestampNTZType) else "timestamp"
         return lambda c: F.when(c.rlike(r"^-?\d+$"), F.timestamp_micros(c.cast("long")).cast(target)) \
             .otherwise(c.cast(target))
+    # Spark's cast would truncate "5.17" into a long column and round it into decimal(10,1); the text decoders
+    # refuse both (null: the row is quarantined as a failed cast, never stored changed).
+    from cdclake.formats.sqltypes import NUMBER, decimal_from_text, integer_from_text  # they build on this module
+
     if isinstance(data_type, DecimalType):
-        return lambda c, t=data_type: F.coalesce(
-            c.cast(t), decimal_from_base64(c, scale=t.scale, precision=t.precision))
+        return lambda c, t=data_type: F.when(
+            F.trim(c).rlike(NUMBER) & c.rlike(r"\d"), decimal_from_text(c, t.precision, t.scale)).otherwise(
+            decimal_from_base64(c, scale=t.scale, precision=t.precision))
+    if isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
+        return lambda c, t=data_type: integer_from_text(c, t)
     if isinstance(data_type, BinaryType):
         return F.unbase64
     return lambda c, t=data_type: c.cast(t)
