@@ -618,6 +618,37 @@ def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     assert position[2] < position[1]  # same LSNs: event_serial_no 1 < 2
 
 
+def test_db2_luw_positions_keep_all_32_digits_of_its_lsns(spark, session_lake, source):
+    """Db2 LUW's LSNs are 16 bytes, printed 8:8:16; changes that differ only in their last 12 digits are ordered by
+    them (cut to SQL Server's 20 digits, they tied and arrival order decided)."""
+    events = [  # (commit_lsn, change_lsn); a snapshot read has no change_lsn
+        ("00000000:00001e36:000000000004a300", "00000000:00000000:0000000004461600"),
+        ("00000000:00001e36:000000000004a1b4", None),
+        ("00000000:00001e36:000000000004a1b4", "00000000:00000000:000000000446140f"),
+        ("00000000:00001e36:000000000004a300", "00000000:00000000:00000000044615ff"),
+    ]
+    base = json.loads(text("sqlserver_create.json"))
+    lines = []
+    for i, (commit, change) in enumerate(events):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(connector="db2", commit_lsn=commit, change_lsn=change, event_serial_no=None)
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("db2_lsns.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+
+    def digits(lsn: str | None) -> str:
+        return (lsn or "").replace(":", "").rjust(32, "0")
+
+    numeric = sorted(range(len(events)), key=lambda i: (digits(events[i][0]), digits(events[i][1])))
+    assert numeric == [1, 2, 3, 0]
+    assert [r.after.id for r in rows] == numeric
+    assert [split_position(r.position)[0] for r in rows] == [
+        digits(events[i][0]) + digits(events[i][1]) + hex16(0) for i in numeric]
+
+
 def test_mysql_binlog_positions_file_sequence_wins(spark, session_lake, source):
     events = [  # (file, pos, row)
         ("mysql-bin.000010", 4, 0),

@@ -14,7 +14,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 - source position, by what ``source`` carries:
   PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
   of ``source.sequence``), the order Debezium delivers changes in;
-  SQL Server ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons dropped) + ``event_serial_no`` (16);
+  SQL Server (and Db2) ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons dropped; 32 each when one has
+  more than 20, as Db2 LUW's do) + ``event_serial_no`` (16);
   MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
   TiCDC ``commit_ts``; a writer that names no connector and no position: arrival order (:data:`NO_BINLOG_POSITION`).
@@ -75,8 +76,15 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
     commit_lsn = src["commit_lsn"]
     change_lsn = src["change_lsn"]
 
-    def lsn_hex(c: Column) -> Column:
-        return F.lpad(F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), ":", "")), 20, "0")
+    def lsn_digits(c: Column) -> Column:
+        return F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), ":", ""))
+
+    def lsn_position(width: int) -> Column:
+        return F.concat(F.lpad(lsn_digits(commit_lsn), width, "0"), F.lpad(lsn_digits(change_lsn), width, "0"),
+                        hex_segment(F.coalesce(src["event_serial_no"], F.lit("0"))))
+
+    # SQL Server's and Db2 for z/OS's LSNs have 20 hex digits, Db2 LUW's 32 (8:8:16): `lpad` cuts a longer text.
+    long_lsn = (F.length(lsn_digits(commit_lsn)) > 20) | (F.length(lsn_digits(change_lsn)) > 20)
 
     scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
@@ -84,9 +92,8 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
         # Oracle: the transaction's commit SCN (a snapshot read has none: its SCN), then the change's SCN.
         .when(scn.rlike(r"^\d+$"),
               F.concat(hex_segment(F.when(commit_scn.rlike(r"^\d+$"), commit_scn).otherwise(scn)), hex_segment(scn)))
-        .when(commit_lsn.isNotNull() | change_lsn.isNotNull(),
-              F.concat(lsn_hex(commit_lsn), lsn_hex(change_lsn),
-                       hex_segment(F.coalesce(src["event_serial_no"], F.lit("0")))))
+        .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & long_lsn, lsn_position(32))
+        .when(commit_lsn.isNotNull() | change_lsn.isNotNull(), lsn_position(20))
         .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"),
               F.coalesce(_tidb_position(src), F.lit(NO_BINLOG_POSITION)))
         .when(F.lit(unpositioned) & _no_position_fields(src), F.lit(NO_BINLOG_POSITION))
