@@ -284,11 +284,10 @@ def cast_converter(data_type: DataType) -> Converter:
             .otherwise(c.cast(target))
     # Spark's cast would truncate "5.17" into a long column and round it into decimal(10,1); the text decoders
     # refuse both (null: the row is quarantined as a failed cast, never stored changed).
-    from cdclake.formats.sqltypes import NUMBER, decimal_from_text, integer_from_text  # they build on this module
+    from cdclake.formats.sqltypes import decimal_from_text, integer_from_text, is_number  # they build on this module
 
     if isinstance(data_type, DecimalType):
-        return lambda c, t=data_type: F.when(
-            F.trim(c).rlike(NUMBER) & c.rlike(r"\d"), decimal_from_text(c, t.precision, t.scale)).otherwise(
+        return lambda c, t=data_type: F.when(is_number(c), decimal_from_text(c, t.precision, t.scale)).otherwise(
             decimal_from_base64(c, scale=t.scale, precision=t.precision))
     if isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
         return lambda c, t=data_type: integer_from_text(c, t)

@@ -84,7 +84,7 @@ _INTEGER = r"^[+-]?\d+(?:\.0*)?$"
 """An integer, also written with a zero fraction (``"12.0"``, as tools that go through a double print it).
 Spark's cast alone would turn ``"12.5"`` into 12."""
 
-NUMBER = r"^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$"
+_NUMBER = r"^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$"
 """A decimal number, plain or in exponent notation (``1.2510357E7``); groups: sign, integer digits, fraction
 digits, exponent. At least one digit is required separately (the pattern alone also matches ``"."``)."""
 
@@ -157,14 +157,14 @@ def is_decimal_exact(text: Column, scale: int) -> Column:
     not a number.
     """
     value = F.trim(text)
-    int_digits = F.regexp_extract(value, NUMBER, 2)
-    fraction = F.regexp_extract(value, NUMBER, 3)
-    exponent = F.regexp_extract(value, NUMBER, 4)
+    int_digits = F.regexp_extract(value, _NUMBER, 2)
+    fraction = F.regexp_extract(value, _NUMBER, 3)
+    exponent = F.regexp_extract(value, _NUMBER, 4)
     digits = F.concat(int_digits, fraction)
     significant = F.regexp_replace(digits, "0+$", "")
     trailing_zeros = F.length(digits) - F.length(significant)
     needed = F.length(fraction) - F.when(exponent == "", F.lit(0)).otherwise(exponent.cast("int")) - trailing_zeros
-    is_number = value.rlike(NUMBER) & (F.length(digits) > 0)
+    is_number = value.rlike(_NUMBER) & (F.length(digits) > 0)
     return F.when(is_number, (significant.rlike("^0*$")) | (needed <= scale))
 
 
@@ -186,10 +186,15 @@ def decimal_from_text(text: Column, precision: int, scale: int) -> Column:
     return F.when(value.rlike(plain), value.cast(data_type)).otherwise(exact)
 
 
+def is_number(text: Column) -> Column:
+    """Whether a text is a decimal number, plain or in exponent notation (surrounding spaces allowed)."""
+    value = F.trim(text)
+    return value.rlike(_NUMBER) & value.rlike(r"\d")
+
+
 def decimal_text(text: Column) -> Column:
     """A number too wide for a Spark decimal (precision > 38), kept as its trimmed text; null if not a number."""
-    value = F.trim(text)
-    return F.when(value.rlike(NUMBER) & value.rlike(r"\d"), value).otherwise(_null(StringType()))
+    return F.when(is_number(text), F.trim(text)).otherwise(_null(StringType()))
 
 
 def money_from_text(text: Column, precision: int, scale: int) -> Column:
