@@ -196,8 +196,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
          F.lit("a Debezium MongoDB connector event (payload.source.collection): not supported; cdclake reads "
                "MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
         (cols["table_id"].isNull(), F.lit("missing field payload.source.table"), "quarantine"),
-        (cols["source_pos"].isNull(),
-         F.lit("no source position: payload.source has no lsn, commit_lsn/change_lsn or file+pos"), "quarantine"),
+        (cols["source_pos"].isNull(), _no_position_reason(b["source"]), "quarantine"),
         (op.isin("c", "u", "r") & cols["after_text"].isNull(),
          F.concat(F.lit("op="), op, F.lit(" without an after image (payload.after is null)")), "quarantine"),
         (op.isin("c", "u", "r") & ~F.trim(cols["after_text"]).startswith("{"),
@@ -205,6 +204,18 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         ((op == "d") & cols["before_text"].isNull() & cols["key_text"].isNull(),
          F.lit("op=d without a before image or a message key: no key to delete"), "quarantine"),
     ]
+
+
+def _no_position_reason(src: Column) -> Column:
+    """Why a change has no source position, naming its connector: an unsupported connector (Vitess, Spanner,
+    CockroachDB, Cassandra) reads as such, not as a damaged event."""
+    connector = F.trim(src["connector"])
+    return F.concat(
+        F.lit("no source position: payload.source"),
+        F.when(connector != "", F.concat(F.lit(" (connector "), connector, F.lit(")"))).otherwise(F.lit("")),
+        F.lit(" has no lsn, commit_lsn/change_lsn, scn, commit_ts, or file (ending in a number) + pos; cdclake "
+              "orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiCDC connectors"),
+    )
 
 
 def _ddl_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
