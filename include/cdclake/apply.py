@@ -5,7 +5,9 @@ For each table of a batch:
 1. **Cut.** A truncate in the batch, or the end of a snapshot (``snapshot`` ``last`` /
    ``last_in_data_collection``: re-snapshot reconciliation), removes every stored row older than it and makes every
    older change stale. A snapshot's cut is just below its own rows (``<source position>/``), so it removes exactly
-   the rows the snapshot did not see and nothing changed after the snapshot began.
+   the rows the snapshot did not see and nothing changed after the snapshot began. A full sync (DRS/canal ``INIT``
+   rows, ``snapshot`` ``init``) has no end marker: the table's first streamed change positioned after its last
+   row completes it (table property ``cdclake.open-full-sync`` spans batches), with a cut just below its first row.
 2. Every change is classified against the stored row's ``_cdc_position``, the key's tombstone and the table's cut
    watermark: ``insert`` (no live row before, one after), ``update``, ``delete`` (a live row goes),
    ``noop`` (a delete of no live row), ``stale`` (not newer: skipped).
@@ -45,11 +47,12 @@ next run.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import time
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType,
@@ -81,6 +84,12 @@ BOOKKEEPING: tuple[tuple[str, str], ...] = (
 DELETE_MODE_PROPERTY = "cdclake.delete-mode"
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
 """``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""
+FULL_SYNC_MARKER = "init"
+"""``snapshot`` of a DRS full-sync row (``INIT``). A full sync has no end marker: it is complete at the table's first
+streamed change positioned after its rows, which triggers reconciliation like a Debezium snapshot's end."""
+FULL_SYNC_PROPERTY = "cdclake.open-full-sync"
+"""Table property: the first and last positions (and the last row's source time) of a full sync whose completion
+has not been seen yet, as JSON; empty when none is open."""
 COMMIT_ATTEMPTS = 5
 DOCUMENT_FIELDS_PROPERTY = "cdclake.document-fields"
 """Table property: the exposed document fields already filled from the stored documents (comma-separated)."""
@@ -614,11 +623,16 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
 
     has_patch = F.col("patch").isNotNull() if "patch" in changes.columns else F.lit(False)
     ends_snapshot = F.col("snapshot").isin(*SNAPSHOT_END_MARKERS) if options.reconcile_snapshots else F.lit(False)
+    full_sync = (F.col("snapshot") == FULL_SYNC_MARKER) if options.reconcile_snapshots else F.lit(False)
     stats = changes.agg(
         F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
         F.max_by("source_ts", F.when(F.col("op") == "t", F.col("position"))).alias("truncate_ts"),
         F.max(F.when(ends_snapshot, F.concat(F.substring_index("position", "/", 1), F.lit("/")))).alias("snapshot"),
         F.max_by("source_ts", F.when(ends_snapshot, F.col("position"))).alias("snapshot_ts"),
+        F.min(F.when(full_sync, F.col("position"))).alias("full_sync_first"),
+        F.max(F.when(full_sync, F.col("position"))).alias("full_sync_last"),
+        F.max_by("source_ts", F.when(full_sync, F.col("position"))).alias("full_sync_last_ts"),
+        F.max(F.when(F.col("snapshot").isNull(), F.col("position"))).alias("streamed_last"),
         F.count_if(has_patch).alias("patches"),
         F.count_if(F.col("op") == "d").alias("deletes"),
         F.count_if(F.size(F.coalesce("unavailable", F.array())) > 0).alias("partial"),
@@ -628,8 +642,14 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     ).first()
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
+    full_sync_before = table_properties(spark, tid).get(FULL_SYNC_PROPERTY, "") if options.reconcile_snapshots else ""
+    full_sync_cut, full_sync_after = _full_sync(full_sync_before, stats)
+    if full_sync_after and full_sync_after != full_sync_before:
+        # Recorded before the table changes: a re-run after a crash finds it (or records it again).
+        _set_full_sync(spark, tid, full_sync_after)
     cut, cut_ts = max(((p, ts) for p, ts in ((stats["truncate"], stats["truncate_ts"]),
-                                              (stats["snapshot"], stats["snapshot_ts"])) if p is not None),
+                                              (stats["snapshot"], stats["snapshot_ts"]),
+                                              full_sync_cut) if p is not None),
                       default=(None, None), key=lambda pair: pair[0])
     props = {"cdclake.source": source, "cdclake.batch-id": batch_id,
              "cdclake.max-position": stats["max_position"] or ""}
@@ -652,11 +672,14 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
             with commit_properties(spark, props):
-                return _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
+                counts = _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
                                          value_columns=value_columns, options=options, cut=cut,
                                          partial=bool(stats["partial"]), source=source, batch_id=batch_id,
                                          truncated_at=stats["truncate"], cut_ts=cut_ts,
                                          upserts_only=not (stats["deletes"] or stats["patches"]))
+            if full_sync_before and not full_sync_after:
+                _set_full_sync(spark, tid, "")
+            return counts
         except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
             if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
                 raise
@@ -664,6 +687,33 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                         COMMIT_ATTEMPTS, str(exc).splitlines()[0])
             time.sleep(0.5 * attempt)
     raise AssertionError("unreachable")
+
+
+def _full_sync(recorded: str, stats: Row) -> tuple[tuple[str | None, dt.datetime | None], str]:
+    """A table's open full sync (DRS ``INIT`` rows) after this batch: ``(cut, its time)`` when the batch completes
+    it, and the JSON to record (empty when none stays open).
+
+    A full sync spans its first to its last row, over batches; a streamed change positioned after its last row
+    completes it. The cut is just below its first row (``<source position>/``), as a Debezium snapshot's end is.
+    """
+    state = json.loads(recorded) if recorded else {}
+    first, last, last_ts = state.get("first"), state.get("last"), state.get("last_ts")
+    if stats["full_sync_first"] is not None:
+        first = min(p for p in (first, stats["full_sync_first"]) if p is not None)
+        if last is None or stats["full_sync_last"] > last:
+            last = stats["full_sync_last"]
+            last_ts = stats["full_sync_last_ts"].isoformat() if stats["full_sync_last_ts"] else None
+    if first is None:
+        return (None, None), ""
+    if stats["streamed_last"] is not None and stats["streamed_last"] > last:
+        return (first.split("/", 1)[0] + "/", dt.datetime.fromisoformat(last_ts) if last_ts else None), ""
+    return (None, None), json.dumps({"first": first, "last": last, "last_ts": last_ts}, sort_keys=True)
+
+
+def _set_full_sync(spark: SparkSession, tid: str, value: str) -> None:
+    spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
+              f"('{FULL_SYNC_PROPERTY}'='{sql_literal(value)}')")
+    log.info("table %s: %s", tid, f"full sync open: {value}" if value else "full sync complete")
 
 
 def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],

@@ -226,6 +226,8 @@ class TableOptions(_Model):
         write_mode: ``merge-on-read`` (position deletes, cheap writes) or ``copy-on-write``.
         ddl_policy: DDL events: ``evolve`` the table, ``ignore`` them, or ``fail`` (hold the table's changes).
         history: Keep an SCD type 2 history table (``cdclake_history.<namespace>__<table>``).
+        reconcile_snapshots: A completed snapshot (Debezium's end marker, a DRS/canal full sync followed by a
+            streamed change) deletes the rows it did not see that nothing changed after it began.
         document_fields: MongoDB collections (a JSON ``document`` column): top-level fields also kept as typed
             columns, ``{field: type}`` (string, boolean, int, bigint, double, float, date, timestamp,
             decimal(P,S)) or a list of fields kept as strings.
@@ -240,6 +242,7 @@ class TableOptions(_Model):
     write_mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
     ddl_policy: Literal["evolve", "ignore", "fail"] = "evolve"
     history: bool = False
+    reconcile_snapshots: bool = True
     document_fields: dict[str, str] = Field(default_factory=dict)
     dq_policy: Literal["fail", "warn", "quarantine"] = "fail"
     freshness_sla: timedelta | None = None
@@ -251,6 +254,7 @@ class TableOptions(_Model):
 
         return ApplyOptions(delete_mode=self.delete_mode, write_mode=self.write_mode,
                             partition=tuple(self.partition_spec), history=self.history,
+                            reconcile_snapshots=self.reconcile_snapshots,
                             document_fields=tuple(self.document_fields.items()))
 
     @field_validator("document_fields", mode="before")

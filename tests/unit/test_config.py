@@ -58,6 +58,8 @@ def test_defaults_when_only_required_fields(tmp_path: Path) -> None:
     assert options.partition_spec == ("bucket(16, key)",)
     assert (options.delete_mode, options.write_mode, options.ddl_policy, options.dq_policy) == (
         "hard", "merge-on-read", "evolve", "fail")
+    assert options.apply_options().reconcile_snapshots is True
+    assert TableOptions(reconcile_snapshots=False).apply_options().reconcile_snapshots is False
     assert config.schedule == "*/15 * * * *" and config.retries == 2
     assert config.inbox_location(tmp_path) == str(tmp_path / "inbox" / "minimal")
     assert config.path == tmp_path / "minimal.yaml"
