@@ -466,6 +466,41 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
     assert (row.op, row.key, row.raw_line) == ("c", Row(id=1005), 5)
 
 
+def flink_cdc_schema_change(ddl: str, pos: int) -> str:
+    """Flink CDC's schema-change record (``JsonDebeziumDeserializationSchema``, ``includeSchemaChanges(true)``), as
+    apache/doris-flink-connector's tests hold them: the change's ``source`` and the schema-history record as JSON
+    text in ``historyRecord``."""
+    source = {"version": "1.5.4.Final", "connector": "mysql", "name": "mysql_binlog_source", "ts_ms": 1663924503565,
+              "snapshot": "false", "db": "test", "sequence": None, "table": "t1", "server_id": 1, "gtid": None,
+              "file": "binlog.000006", "pos": pos, "row": 0, "thread": None, "query": None}
+    history = {"source": {"file": "binlog.000006", "pos": pos, "server_id": 1},
+               "position": {"transaction_id": None, "ts_sec": 1663924503, "file": "binlog.000006", "pos": pos + 133,
+                            "server_id": 1},
+               "databaseName": "test", "ddl": ddl, "tableChanges": []}
+    return json.dumps({"source": source, "historyRecord": json.dumps(history)})
+
+
+def test_flink_cdc_schema_change_records_are_ddl(spark, session_lake, source):
+    """A ``historyRecord`` schema change teaches the key and types like Debezium's own schema-change events (it was
+    quarantined as "no debezium fields")."""
+    change = {"before": None, "after": {"id": 1, "name": "a", "c_1": "x"}, "op": "c", "ts_ms": 1663924504000,
+              "source": {"version": "1.5.4.Final", "connector": "mysql", "name": "mysql_binlog_source",
+                         "ts_ms": 1663924504000, "snapshot": "false", "db": "test", "table": "t1", "server_id": 1,
+                         "file": "binlog.000006", "pos": 13500, "row": 0}}
+    lines = [
+        flink_cdc_schema_change("CREATE TABLE t1 (id INT NOT NULL, name VARCHAR(128), PRIMARY KEY (id))", 12000),
+        flink_cdc_schema_change("alter table t1 add \n    c_1 varchar(200)", 13088),
+        json.dumps(change),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [("flinkcdc.jsonl", "\n".join(lines) + "\n")])
+
+    assert batch.result.quarantined == 0, [r.reason for r in quarantined(spark, batch)]
+    assert batch.result.skipped[DDL_CREATE] == 1 and sum(batch.result.skipped.values()) == 2
+    assert batch.result.tables == {"test.t1": 1}
+    schema, (row,) = staged(spark, session_lake, batch, "test.t1")
+    assert (row.op, row.key, row.after.c_1) == ("c", Row(id=1), "x")
+
+
 # --- dtle / MySQL (seed 002) ----------------------------------------------------------------------------------------
 
 def mysql_prefix(file: str, pos: int, row: int) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from cdclake.formats.common import CORRUPT, null_string, positive_integer, sanitize, unquote_json_text
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
@@ -266,9 +267,25 @@ def _either(j: Column, name: str) -> Column:
 
 
 def _is_ddl(j: Column) -> Column:
-    """A schema-change event: DDL text or ``tableChanges`` (SQL Server's have no text), and no ``op``."""
-    return ((_either(j, "ddl").isNotNull() | _either(j, "tableChanges").isNotNull())
+    """A schema-change event: DDL text or ``tableChanges`` (SQL Server's have no text), or Flink CDC's
+    ``historyRecord`` holding them, and no ``op``."""
+    return ((_either(j, "ddl").isNotNull() | _either(j, "tableChanges").isNotNull()
+             | _either(j, "historyRecord").isNotNull())
             & _either(j, "op").isNull())
+
+
+_HISTORY_FIELDS = ("position", "databaseName", "schemaName", "ddl", "tableChanges")
+_HISTORY_RECORD = StructType([f for f in PAYLOAD_FIELDS if f.name in _HISTORY_FIELDS])
+
+
+def _ddl_body(j: Column) -> Column:
+    """The schema-change event's body. Flink CDC (``includeSchemaChanges``) writes Debezium's schema-history record
+    as JSON text in ``historyRecord`` beside the change's ``source``: its fields are taken from there."""
+    b = _body(j)
+    history = F.from_json(_either(j, "historyRecord"), _HISTORY_RECORD, FROM_JSON_OPTIONS)
+    return F.when(_either(j, "historyRecord").isNull(), b).otherwise(F.struct(*[
+        (F.coalesce(history[f.name], b[f.name]) if f.name in _HISTORY_FIELDS else b[f.name]).alias(f.name)
+        for f in PAYLOAD_FIELDS]))
 
 
 HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
@@ -299,7 +316,7 @@ DDL_SHAPE = Shape(
     detect=_is_ddl,
     columns=_ddl_columns,
     rules=_ddl_rules,
-    prepare=lambda j: {"_b": _body(j)},
+    prepare=lambda j: {"_b": _ddl_body(j)},
 )
 METADATA_SHAPE = Shape(
     name="debezium_meta",

@@ -67,11 +67,12 @@ BODY_FIELDS: list[StructField] = [
     StructField("source", _SOURCE),
     *_strings("ts_ms", "ddl", "databaseName", "schemaName", "tableChanges"),
     StructField("position", _POSITION),
-    *_strings("status"),
+    *_strings("status", "historyRecord"),
 ]
 """A Debezium change event's payload (also at the top level when the value has no schema envelope), plus the
-fields of Debezium's and dtle's schema-change (DDL) events and of Debezium's transaction metadata (``status``;
-its ``id`` is canal's top-level field, and in the payload :data:`PAYLOAD_FIELDS`)."""
+fields of Debezium's and dtle's schema-change (DDL) events (Flink CDC's wrap one as JSON text in
+``historyRecord``) and of Debezium's transaction metadata (``status``; its ``id`` is canal's top-level field, and
+in the payload :data:`PAYLOAD_FIELDS`)."""
 PAYLOAD_FIELDS: list[StructField] = [*BODY_FIELDS, *_strings("id")]
 
 _ROWS = ArrayType(StringType())
