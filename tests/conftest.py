@@ -21,6 +21,9 @@ pytest_plugins = ["tests.support.s3_server"]
 os.environ.setdefault("CDCLAKE_SPARK_MASTER", "local[2]")
 os.environ.setdefault("CDCLAKE_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("CDCLAKE_DRIVER_MEMORY", "2g")
+# The tests' spark-defaults.conf (JVM options of short-lived drivers; see the file). Subprocess environments keep
+# it: tests drop only the CDCLAKE_* variables when they set their own.
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).parent / "support" / "spark-conf"))
 
 
 @pytest.fixture(scope="session")
