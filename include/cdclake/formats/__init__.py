@@ -12,6 +12,7 @@ debezium    Debezium change events (PostgreSQL, SQL Server, MySQL); schema-chang
 dtle        the same (dtle's Debezium-compatible MySQL output and its SchemaChangeTopic DDL)
 canal       canal flat messages (DML and DDL)
 drs         Huawei DRS: canal-like MySQL and relational (GaussDB/PostgreSQL/Oracle/SQL Server) messages, MongoDB
+            (the canal shape, ordered by DRS's monotonic ``id`` alone: shape ``drs``)
 ckafka      Tencent CKafka Official Format I DML and its canal-format DDL
 auto        all of the above, recognized per message
 ==========  =======================================================================================
@@ -69,7 +70,7 @@ _REGISTRY = {
     "debezium": ("debezium", "debezium_ddl", "debezium_meta"),
     "dtle": ("debezium", "debezium_ddl", "debezium_meta"),
     "canal": ("canal",),
-    "drs": ("mongo", "canal"),
+    "drs": ("mongo", "drs"),
     "ckafka": ("ckafka", "canal"),
     "auto": ("debezium", "debezium_ddl", "debezium_meta", "mongo", "ckafka", "canal"),
 }
@@ -79,7 +80,7 @@ def _shapes() -> "dict[str, Shape]":
     from cdclake.formats import canal, ckafka, debezium, mongo
 
     shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, debezium.METADATA_SHAPE, mongo.SHAPE, ckafka.SHAPE,
-              canal.SHAPE)
+              canal.SHAPE, canal.DRS_SHAPE)
     return {s.name: s for s in shapes}
 
 

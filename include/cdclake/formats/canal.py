@@ -16,16 +16,22 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
 - table: ``schema`` (relational variant) else ``database``, and ``table``.
-- source position: ``id`` (monotonically increasing per task in DRS; canal's message id, increasing per canal batch);
-  else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is always 0); else, for a row change whose
-  ``id`` is 0 or absent (TiCDC without the extension, hand-made streams), :data:`NO_MESSAGE_ID`: older than any
-  id, arrival order among themselves. A DDL message's ``id`` 0 (CKafka's) means none (normalize takes the nearest
-  row change's). ``source_ts``: ``es`` (milliseconds, or seconds for CKafka's DDL).
+- source position, for a message with an ``id`` above 0: DRS (``--format drs``, or a message with DRS's
+  ``dbType``/``columnType``/``opType``) documents ``id`` as its event sequence number, monotonically increasing per
+  task: ``id``. canal's ``id`` is the canal server's batch id, which starts again when the server restarts (Apache
+  Paimon's captured test streams go from id 94 back to 14 while time moves on): ``es`` (the binlog event's time,
+  in milliseconds) first, then ``id``. Else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is
+  always 0); else, for a row change whose ``id`` is 0 or absent (TiCDC without the extension, hand-made streams),
+  :data:`NO_MESSAGE_ID`: older than any id, arrival order among themselves. A DDL message's ``id`` 0 (CKafka's)
+  means none (normalize takes the nearest row change's). ``source_ts``: ``es`` (milliseconds, or seconds for
+  CKafka's DDL).
 - TiCDC's ``TIDB_WATERMARK`` messages (its TiDB extension) are skipped with a counted reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from pyspark.sql import Column
@@ -71,15 +77,28 @@ def _rows(j: Column) -> Column:
     return F.when(_type(j) == "DELETE", F.coalesce(j["data"], j["old"])).otherwise(j["data"])
 
 
-def _source_position(j: Column, id_: Column) -> Column:
+def _is_drs(j: Column) -> Column:
+    """A message only Huawei DRS writes: its relational variant's fields."""
+    return j["dbType"].isNotNull() | j["columnType"].isNotNull() | j["opType"].isNotNull()
+
+
+def _epoch_millis(value: Column) -> Column:
+    """``es`` in milliseconds (seconds, as CKafka's DDL sends, scaled); 0 when absent or not a number."""
+    n = F.trim(value).cast("long")
+    return F.when(n > 100_000_000_000, n).when(n > 0, n * 1000).otherwise(F.lit(0))
+
+
+def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
     commit_ts = F.trim(j["_tidb"]["commitTs"])
     no_id = id_.isNull() | id_.rlike(r"^0+$")
-    return (F.when(positive_integer(id_), hex_segment(id_))
+    by_id = hex_segment(id_)
+    by_time = F.concat(hex_segment(_epoch_millis(j["es"])), by_id)
+    return (F.when(positive_integer(id_), by_id if drs else F.when(_is_drs(j), by_id).otherwise(by_time))
             .when(positive_integer(commit_ts), hex_segment(commit_ts))
             .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID)))
 
 
-def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
+def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) -> dict[str, Column]:
     kind = _type(j)
     op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
     old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index), F.element_at(j["old"], row_index + 1))
@@ -95,7 +114,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     return {
         "table_id": table_id(namespace, j["table"]),
         "op": op,
-        "source_pos": _source_position(j, id_),
+        "source_pos": _source_position(j, id_, drs=drs),
         "source_ts": epoch_timestamp(j["es"]),
         "snapshot": F.when(kind == "INIT", F.lit("init")),
         "key_text": null_string(),
@@ -138,6 +157,9 @@ SHAPE = Shape(
     rules=_rules,
     rows=_rows,
 )
+
+DRS_SHAPE = replace(SHAPE, name="drs", columns=partial(_columns, drs=True))
+"""The canal shape as ``--format drs`` reads it: ordered by DRS's event sequence number ``id`` alone."""
 
 
 def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
