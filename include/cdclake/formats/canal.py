@@ -37,7 +37,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdclake.formats.common import epoch_timestamp, null_string, positive_integer, table_id
+from cdclake.formats.common import epoch_millis, epoch_timestamp, null_string, positive_integer, table_id
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape
 from cdclake.records import SOURCE_POSITION_SEGMENT, hex_segment
@@ -82,17 +82,11 @@ def _is_drs(j: Column) -> Column:
     return j["dbType"].isNotNull() | j["columnType"].isNotNull() | j["opType"].isNotNull()
 
 
-def _epoch_millis(value: Column) -> Column:
-    """``es`` in milliseconds (seconds, as CKafka's DDL sends, scaled); 0 when absent or not a number."""
-    n = F.trim(value).cast("long")
-    return F.when(n > 100_000_000_000, n).when(n > 0, n * 1000).otherwise(F.lit(0))
-
-
 def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
     commit_ts = F.trim(j["_tidb"]["commitTs"])
     no_id = id_.isNull() | id_.rlike(r"^0+$")
     by_id = hex_segment(id_)
-    by_time = F.concat(hex_segment(_epoch_millis(j["es"])), by_id)
+    by_time = F.concat(hex_segment(F.coalesce(epoch_millis(j["es"]), F.lit(0))), by_id)
     return (F.when(positive_integer(id_), by_id if drs else F.when(_is_drs(j), by_id).otherwise(by_time))
             .when(positive_integer(commit_ts), hex_segment(commit_ts))
             .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID)))

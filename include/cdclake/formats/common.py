@@ -57,13 +57,18 @@ def positive_integer(text: Column) -> Column:
     return text.rlike(r"^\d+$") & (text.cast("decimal(20,0)") > 0)
 
 
-def epoch_timestamp(value: Column) -> Column:
-    """A Unix timestamp in seconds or milliseconds (told apart by magnitude) -> timestamp.
+def epoch_millis(value: Column) -> Column:
+    """A Unix timestamp in seconds or milliseconds (told apart by magnitude) -> milliseconds; null unless above 0.
 
     Tools disagree: Huawei DRS and canal send 13-digit milliseconds, Tencent CKafka's canal-format DDL 10-digit seconds.
     """
     n = value.cast("long")
-    return F.when(n > 100_000_000_000, F.timestamp_millis(n)).when(n > 0, F.timestamp_seconds(n))
+    return F.when(n > 100_000_000_000, n).when(n > 0, n * 1000)
+
+
+def epoch_timestamp(value: Column) -> Column:
+    """A Unix timestamp in seconds or milliseconds (see :func:`epoch_millis`) -> timestamp."""
+    return F.timestamp_millis(epoch_millis(value))
 
 
 def parse_json_schema(text: str | None) -> dict[str, Any] | None:
