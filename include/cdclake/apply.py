@@ -62,7 +62,7 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, ensure_namespace, sql_literal,
+    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, create_table, sql_literal,
     table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import widening
@@ -364,9 +364,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
                   options: ApplyOptions) -> dict[str, DataType]:
     """Create the table, or evolve it: add columns it lacks, widen types; return its user column types."""
     name = spark_table_name(tid)
-    if not table_exists(spark, tid):
-        ensure_namespace(spark, split_table_id(tid)[0])
-        spark.sql(create_table_sql(name, columns, key, options))
+    if create_table(spark, tid, create_table_sql(name, columns, key, options)):
         if key:
             spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
         log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
@@ -432,13 +430,11 @@ def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
         The side table's fields before new columns were added.
     """
     name = spark_table_name(side)
-    if not table_exists(spark, side):
-        ensure_namespace(spark, split_table_id(side)[0])
-        cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
-        cols += [f"{_q(n)} {t}" for n, t in bookkeeping]
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg {layout} TBLPROPERTIES "
-                  f"('format-version'='2', 'write.merge.mode'='merge-on-read', "
-                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
+    cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
+    cols += [f"{_q(n)} {t}" for n, t in bookkeeping]
+    create_table(spark, side, f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg {layout} "
+                 f"TBLPROPERTIES ('format-version'='2', 'write.merge.mode'='merge-on-read', "
+                 f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
     existing = list(table_schema(spark, side).fields)
     present = {f.name: f.dataType for f in existing}
     for f in columns:
@@ -801,6 +797,11 @@ def _is_empty(frame: DataFrame) -> bool:
     return not frame.limit(1).count()
 
 
+def _one_change_per_key(flat: DataFrame, key: Sequence[str]) -> bool:
+    """Whether no key has more than one change in the batch."""
+    return _is_empty(flat.groupBy(*key).count().where(F.col("count") > 1))
+
+
 def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
                columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions, source: str,
                batch_id: str, cut: str | None) -> TableCounts:
@@ -821,7 +822,10 @@ def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key
         _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id)
         faults.point("apply:after-changelog")
     keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(options.soft))]
-    latest_per_key(classified, key).select(*keep).writeTo(name).append()
+    # A snapshot holds one change per key: finding that out shuffles only the key columns, where the newest-change
+    # window shuffles and sorts whole rows (and runs twice: the write's range partitioning samples its output).
+    newest = classified if _one_change_per_key(flat, key) else latest_per_key(classified, key)
+    newest.select(*keep).writeTo(name).append()
     faults.point("apply:after-merge")
     if cut is not None:
         tombstones.record_truncate(spark, tid, cut)

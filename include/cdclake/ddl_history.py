@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from cdclake.catalog import (
     KEY_COLUMNS_PROPERTY,
+    create_table,
     ensure_namespace,
     key_columns_of,
     sql_literal,
@@ -44,7 +45,6 @@ from cdclake.catalog import (
 )
 from cdclake.identity import meta_table, spark_table_name, split_table_id
 from cdclake.schema_changes import LakeChange
-from cdclake.settings import META_NAMESPACE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -308,11 +308,10 @@ def _recorded(spark: "SparkSession", *, source: str) -> set[tuple[str, str, str,
 
 def _record(spark: "SparkSession", changes: list[LakeChange], *, source: str, batch_id: str) -> None:
     """Append changes to the history table, in order."""
-    ensure_namespace(spark, META_NAMESPACE)
     name = spark_table_name(TABLE)
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} (seq bigint, kind string, table_id string, old string, "
-              "new string, sql string, position string, source string, batch_id string) USING iceberg "
-              "TBLPROPERTIES ('format-version'='2')")
+    create_table(spark, TABLE, f"CREATE TABLE IF NOT EXISTS {name} (seq bigint, kind string, table_id string, "
+                 "old string, new string, sql string, position string, source string, batch_id string) USING iceberg "
+                 "TBLPROPERTIES ('format-version'='2')")
     base = time.time_ns()
     rows = [(base + i, c.kind, c.table_id, c.old, c.new, c.sql, c.position, source, batch_id)
             for i, c in enumerate(changes)]

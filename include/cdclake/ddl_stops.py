@@ -23,9 +23,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdclake.catalog import ensure_namespace, pyiceberg_catalog, sql_literal, table_exists
+from cdclake.catalog import create_table, pyiceberg_catalog, sql_literal, table_exists
 from cdclake.identity import meta_table, spark_table_name
-from cdclake.settings import META_NAMESPACE, LakeSettings
+from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,10 +90,9 @@ def record(spark: "SparkSession", source: str, *, stops: dict[str, tuple[str, st
     """
     if not stops and not releases:
         return
-    ensure_namespace(spark, META_NAMESPACE)
     name = spark_table_name(TABLE)
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} (source string, table_id string, event string, batch_id string, "
-              "reason string, at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    create_table(spark, TABLE, f"CREATE TABLE IF NOT EXISTS {name} (source string, table_id string, event string, "
+                 "batch_id string, reason string, at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2')")
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     rows = [(source, t, STOP, b, r, now) for t, (b, r) in sorted(stops.items())]
     rows += [(source, t, RELEASE, None, None, now) for t in sorted(releases)]

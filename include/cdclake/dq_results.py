@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from cdclake.catalog import ensure_namespace
+from cdclake.catalog import create_table
 from cdclake.identity import meta_table, spark_table_name
 from cdclake.catalog import sql_literal
-from cdclake.settings import META_NAMESPACE, LakeSettings
+from cdclake.settings import LakeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,9 +85,8 @@ class RunContext:
 
 def ensure_table(spark: "SparkSession") -> str:
     """Create ``cdclake_meta.dq_results`` if missing; return its Spark name."""
-    ensure_namespace(spark, META_NAMESPACE)
     name = spark_table_name(TABLE)
-    spark.sql(_DDL.format(name=name))
+    create_table(spark, TABLE, _DDL.format(name=name))
     return name
 
 

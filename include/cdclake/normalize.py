@@ -110,13 +110,31 @@ class _Image:
     def __init__(self, struct: str, typing: TableTyping) -> None:
         self.struct = F.col(struct)
         self.typing = typing
+        self._columns: dict[str, Column] = {}
+        self._values: dict[str, Column] = {}
 
     def field(self, name: str) -> Column:
         return self.struct[name]
 
     def __getitem__(self, name: str) -> Column:
-        fields = [self.field(n) for n in self.typing.sources(name)]
-        return fields[0] if len(fields) == 1 else F.coalesce(*fields)
+        # Built once per name: each expression node is a round trip to the JVM, and typing reads every column
+        # of an image several times (its value, its failure check, the key, the placeholder list).
+        if name not in self._columns:
+            fields = [self.field(n) for n in self.typing.sources(name)]
+            self._columns[name] = fields[0] if len(fields) == 1 else F.coalesce(*fields)
+        return self._columns[name]
+
+    def value(self, c: ColumnType) -> Column:
+        """A column's text, null where the source had no value for it: the unavailable-value placeholders and,
+        for dates and timestamps, MySQL's zero date ("no date", null as Debezium makes it, not a value that
+        failed to convert)."""
+        if c.name not in self._values:
+            text = self[c.name]
+            blank = text.isin(*UNAVAILABLE_TEXTS)
+            if isinstance(c.data_type, (DateType, TimestampType, TimestampNTZType)):
+                blank = blank | is_zero_datetime(text)
+            self._values[c.name] = F.when(blank, F.lit(None)).otherwise(text)
+        return self._values[c.name]
 
 
 class _Before(_Image):
@@ -168,16 +186,8 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     after_raw, before_raw, key_raw = _Image("_ar", typing), _Before(typing), _Image("_kr", typing)
     has_before = F.col("before_text").isNotNull() | F.col("_ok").isNotNull()
 
-    def value(raw: _Image, c: ColumnType) -> Column:
-        text = raw[c.name]
-        blank = text.isin(*UNAVAILABLE_TEXTS)
-        if isinstance(c.data_type, (DateType, TimestampType, TimestampNTZType)):
-            # MySQL's zero date is "no date": null (as Debezium makes it), not a value that failed to convert.
-            blank = blank | is_zero_datetime(text)
-        return F.when(blank, F.lit(None)).otherwise(text)
-
     def image(raw: _Image, present: Column) -> Column:
-        values = [c.convert(value(raw, c)).alias(c.name) for c in typing.columns]
+        values = [c.convert(raw.value(c)).alias(c.name) for c in typing.columns]
         return F.when(present, F.struct(*values))
 
     # The new row's key is its after image's, where it has one: dtle writes a primary-key change as one update
@@ -200,7 +210,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         ((F.col("op") == "t") | key_ok).alias("_key_ok"),
     )
     failures = [
-        F.when(value(raw, c).isNotNull() & typed[c.name].isNull(),
+        F.when(raw.value(c).isNotNull() & typed[c.name].isNull(),
                F.concat(F.lit(f"{side} column {c.name} ({c.data_type.simpleString()}): "),
                         F.to_json(F.array(F.substring(raw[c.name], 1, 200)))))
         for side, raw, typed in (("after", after_raw, F.col("_after")), ("before", before_raw, F.col("_before")))

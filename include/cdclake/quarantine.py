@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Sequence
 
-from cdclake.catalog import ensure_namespace, sql_literal
+from cdclake.catalog import create_table, sql_literal
 from cdclake.identity import meta_table, spark_table_name
-from cdclake.settings import META_NAMESPACE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,9 +45,8 @@ TBLPROPERTIES ('format-version'='2')
 
 def ensure_table(spark: "SparkSession") -> str:
     """Create the quarantine table if missing; return its Spark name."""
-    ensure_namespace(spark, META_NAMESPACE)
     name = spark_table_name(TABLE)
-    spark.sql(_DDL.format(name=name))
+    create_table(spark, TABLE, _DDL.format(name=name))
     return name
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cdclake.catalog import ensure_namespace, sql_literal
+from cdclake.catalog import create_table, sql_literal
 from cdclake.identity import meta_table, spark_table_name
-from cdclake.settings import META_NAMESPACE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -22,10 +21,9 @@ TRUNCATE_KEY = "*"
 
 def ensure_table(spark: "SparkSession") -> str:
     """Create the tombstone table if missing; return its Spark name."""
-    ensure_namespace(spark, META_NAMESPACE)
     name = spark_table_name(TABLE)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} (table_id string, key_json string, position string, "
+    create_table(
+        spark, TABLE, f"CREATE TABLE IF NOT EXISTS {name} (table_id string, key_json string, position string, "
         "deleted_at timestamp) USING iceberg TBLPROPERTIES ('format-version'='2', "
         "'write.merge.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
     )

@@ -84,8 +84,10 @@ def _lake_rows(spark: Any, tid: str, soft: bool) -> dict[int, Any]:
 
 
 def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]], *, soft: bool,
-                 truth: dict[int, dict[str, Any]] | None) -> None:
-    """Deliver batches through land -> normalize -> apply; compare with the reference after every batch."""
+                 truth: dict[int, dict[str, Any]] | None, history: bool | None = None) -> None:
+    """Deliver batches through land -> normalize -> apply; compare with the reference after every batch.
+
+    ``history``: keep an SCD2 history (None: every other scenario does)."""
     from cdclake import pipeline
     from cdclake.apply import ApplyOptions
 
@@ -96,7 +98,7 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     seq_of: dict[str, int] = {}
     # Every other scenario keeps an SCD2 history (compared below); the others take the bulk-load path of a first
     # batch into an empty table, which a history turns off.
-    history = n % 2 == 0
+    history = n % 2 == 0 if history is None else history
     # Every other history scenario turns it on halfway: the table's rows then become its open versions.
     history_from = len(delivered) // 2 if n % 4 == 2 else 0
     for number, batch in enumerate(delivered):
@@ -201,3 +203,16 @@ def test_regression_fixtures(spark, session_lake, tmp_path, fixture: str) -> Non
     truth = spec.get("truth")
     run_scenario(spark, session_lake, tmp_path, delivered, soft=spec["soft"],
                  truth={int(k): v for k, v in truth.items()} if truth is not None else None)
+
+
+@pytest.mark.parametrize("updated", [False, True], ids=["distinct-keys", "a-key-changed-twice"])
+def test_a_first_batch_into_an_empty_table_keeps_the_newest_change_of_each_key(spark, session_lake, tmp_path,
+                                                                              updated: bool) -> None:
+    """The bulk load of a first batch (no history): a snapshot's keys are distinct and every row is appended; a
+    batch that also changes a key again appends only that key's newest change."""
+    batch = [Event(1000 + i, "r", i, {"name": f"n{i}", "qty": i, "note": None}, snapshot="true") for i in range(1, 6)]
+    if updated:
+        batch += [Event(1010, "u", 3, {"name": "n3b", "qty": 30, "note": "second"}),
+                  Event(1011, "u", 3, {"name": "n3c", "qty": 31, "note": "third"}),
+                  Event(1012, "c", 9, {"name": "n9", "qty": 9, "note": None})]
+    run_scenario(spark, session_lake, tmp_path, [batch], soft=False, truth=None, history=False)
