@@ -119,10 +119,14 @@ def create_table_sql(name: str, columns: Sequence[StructField], key: Sequence[st
     props = {"format-version": "2", **_write_properties(options), KEY_COLUMNS_PROPERTY: ",".join(key),
              DELETE_MODE_PROPERTY: options.delete_mode}
     props_sql = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
-    partition = options.partition_for(key)
+    partition = options.partition_for(key, _type_names(columns))
     partitioned = f" PARTITIONED BY ({', '.join(partition)})" if partition else ""
     return (f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg{partitioned} "
             f"TBLPROPERTIES ({props_sql})")
+
+
+def _type_names(columns: Sequence[StructField]) -> dict[str, str]:
+    return {f.name: f.dataType.simpleString() for f in columns}
 
 
 def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Sequence[str], soft: bool = False) -> str:
@@ -368,7 +372,8 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
         if key:
             spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
         log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
-                 options.delete_mode, options.write_mode, ", ".join(options.partition_for(key)) or "nothing")
+                 options.delete_mode, options.write_mode,
+                 ", ".join(options.partition_for(key, _type_names(columns))) or "nothing")
     else:
         props = table_properties(spark, tid)
         created_soft = props.get(DELETE_MODE_PROPERTY) == "soft"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from cdclake.exceptions import ConfigError
 
 _KEY_WORD = re.compile(r"(?<![\w`])key(?![\w`])")
 _PLURAL = re.compile(r"\b(year|month|day|hour)\(")
 """Iceberg's Spark DDL spells the time transforms years/months/days/hours."""
+UNBUCKETABLE_TYPES = frozenset(("float", "double", "boolean"))
+"""Spark type names (``simpleString``) that Iceberg's bucket transform does not take."""
 
 SOFT_DELETE_COLUMN = "_cdc_is_deleted"
 """Soft-delete mode's flag column: the row was deleted at the source (it stays, as its own tombstone)."""
@@ -83,10 +85,22 @@ class ApplyOptions:
     def soft(self) -> bool:
         return self.delete_mode == "soft"
 
-    def partition_for(self, key: Sequence[str]) -> tuple[str, ...]:
-        """The partition transforms of a new table with this key."""
+    def partition_for(self, key: Sequence[str], types: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """The partition transforms of a new table with this key.
+
+        ``key`` in a transform stands for the first key column. In a ``bucket`` transform, given ``types``
+        (column -> Spark type name), it stands for the first key column Iceberg can bucket (not a float, double
+        or boolean); a transform whose ``key`` stands for no column is left out.
+        """
         spec = self.partition if self.partition is not None else ("bucket(16, key)",)
-        if not key:
-            return tuple(f for f in spec if not _KEY_WORD.search(f))
-        first = "`" + key[0].replace("`", "``") + "`"
-        return tuple(_KEY_WORD.sub(first, _PLURAL.sub(lambda m: m.group(1) + "s(", f)) for f in spec)
+        bucketable = [k for k in key if types is None or types.get(k) not in UNBUCKETABLE_TYPES]
+        fields = []
+        for f in spec:
+            f = _PLURAL.sub(lambda m: m.group(1) + "s(", f)
+            if _KEY_WORD.search(f):
+                column = (bucketable if f.lstrip().lower().startswith("bucket(") else list(key))[:1]
+                if not column:
+                    continue
+                f = _KEY_WORD.sub("`" + column[0].replace("`", "``") + "`", f)
+            fields.append(f)
+        return tuple(fields)

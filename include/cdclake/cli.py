@@ -24,7 +24,7 @@ import os
 import sys
 from typing import Sequence
 
-from cdclake.exceptions import CdclakeError, ConfigError
+from cdclake.exceptions import ApplyFailedError, CdclakeError, ConfigError
 from cdclake.formats import FORMATS
 from cdclake.landing import FRAMINGS
 
@@ -273,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"apply": _apply, "tables": _tables, "dump": _dump, "quarantine": _quarantine, "dq": _dq}
     try:
         return handlers[args.command](args)
+    except ApplyFailedError as exc:  # not the input's fault as far as we know: each table's traceback is logged
+        sys.stderr.write(f"cdclake: error: {exc}\n")
+        return 1
     except CdclakeError as exc:
         sys.stderr.write(f"cdclake: error: {exc}\n")
         return 2

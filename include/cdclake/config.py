@@ -296,21 +296,6 @@ class TableOptions(_Model):
     def _sla(cls, value: Any) -> timedelta | None:
         return None if value is None else parse_duration(value)
 
-    def partition_fields(self, key_columns: tuple[str, ...] | list[str]) -> list[str]:
-        """The partition spec with ``key`` replaced by the table's first key column (Spark DDL syntax).
-
-        Raises:
-            SourceConfigError: The spec uses ``key`` but the table has no key.
-        """
-        out = []
-        for item in self.partition_spec:
-            if re.search(r"\bkey\b", item):
-                if not key_columns:
-                    raise SourceConfigError(f"partition field {item!r} needs a primary key")
-                item = re.sub(r"\bkey\b", f"`{key_columns[0]}`", item)
-            out.append(item)
-        return out
-
 
 class TableSelection(_Model):
     """Which tables of the stream a source applies; the others are counted as excluded and left alone.

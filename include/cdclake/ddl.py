@@ -200,7 +200,13 @@ def parse_ddl(sql: str, dialect: str = "mysql") -> list[DdlEvent]:
         raise DdlError(f"no SQL statement in DDL text {_snippet(sql)!r}")
     events: list[DdlEvent] = []
     for statement in statements:
-        events.extend(_parse_statement(statement, dialect))
+        try:
+            events.extend(_parse_statement(statement, dialect))
+        except DdlError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - sqlglot on text from a stream: any failure is "not understood"
+            raise DdlError(f"cannot parse {dialect} DDL {_snippet(statement)!r} "
+                           f"({type(exc).__name__}: {_snippet(str(exc))})") from exc
     return events
 
 
@@ -351,6 +357,8 @@ def _events(tree: exp.Expr, src: _Source, dialect: str) -> list[DdlEvent]:
 
 def _qualifier(table: exp.Expr) -> str | None:
     db = table.args.get("db") if isinstance(table, exp.Table) else None
+    if isinstance(db, str):  # sqlglot leaves T-SQL's empty schema in `db..table` as a plain string
+        return db or None
     return db.name if db is not None and db.name else None
 
 
@@ -403,7 +411,7 @@ def _schema_columns(schema: exp.Schema, src: _Source, dialect: str) -> tuple[tup
 
 
 def _has_inline_primary_key(column: exp.ColumnDef) -> bool:
-    return any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in column.constraints)
+    return any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint) for c in column.constraints)
 
 
 def _constraint_key(element: exp.Expr) -> list[str]:
@@ -429,10 +437,13 @@ def _key_column_name(element: exp.Expr) -> str:
 
 
 def _column(column: exp.ColumnDef, src: _Source, dialect: str) -> DdlColumn:
+    # Constraints other than ColumnConstraint (e.g. InOutColumnConstraint, which sqlglot reads from `... int in`)
+    # have no kind (also in _has_inline_primary_key).
+    kinds = [c.args.get("kind") for c in column.constraints]
     not_null = any(
-        (isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null"))
-        or isinstance(c.kind, exp.PrimaryKeyColumnConstraint)
-        for c in column.constraints
+        (isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"))
+        or isinstance(kind, exp.PrimaryKeyColumnConstraint)
+        for kind in kinds
     )
     return DdlColumn(column.name, _type_text(column.this, column.args.get("kind"), src, dialect), not not_null)
 
@@ -668,6 +679,9 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     if verb == "RENAME" and action.word(i) not in ("COLUMN", "INDEX", "KEY"):
         if action.word(i) in ("TO", "AS"):
             i += 1
+        if i >= len(action.tokens):
+            raise DdlError(f"cannot parse {dialect} DDL: ALTER TABLE action {_snippet(action.text)!r} names no new "
+                           "table name")
         parts.new_table = _table_name(action.span(i, len(action.tokens) - 1), dialect)
         return
     if verb in _COLUMN_VERBS and action.word(1) not in _NON_COLUMN_OBJECTS:

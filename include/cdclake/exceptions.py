@@ -29,3 +29,12 @@ class SchemaError(CdclakeError):
 
 class SourceConfigError(ConfigError):
     """A source config file (``include/sources/*.yaml``) is invalid; the message names the file, line and field."""
+
+
+class ApplyFailedError(CdclakeError):
+    """Applying a batch failed for some tables; the others were applied, and the batch is not marked applied (a
+    re-run applies it again, which changes nothing for the tables that were applied)."""
+
+    def __init__(self, message: str, failures: dict[str, BaseException]) -> None:
+        super().__init__(message)
+        self.failures = failures

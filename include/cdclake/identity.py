@@ -15,6 +15,12 @@ from cdclake.settings import CATALOG_NAME, META_NAMESPACE
 
 _INVALID = re.compile(r"[^a-z0-9_]")
 
+MAX_TABLE_ID_LENGTH = 250
+"""The longest ``namespace.table`` the lake takes. A batch's staging directory for the table is named by it (one
+file-name component: 255 bytes), and its changelog and history tables are ``<namespace>__<table>`` in a catalog
+whose name columns hold 255 characters. Longer ids come from a corrupt message, or from two names both near SQL
+Server's or Oracle's 128-character maximum; their messages are quarantined with that reason."""
+
 
 def sanitize(part: str) -> str:
     """Lower-case a name and replace characters that are not ``[a-z0-9_]`` with ``_`` (surrounding spaces dropped)."""

@@ -50,6 +50,7 @@ from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, cast_converter
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
+from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl_history import History
 from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
@@ -392,10 +393,25 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     typings: dict[str, TableTyping] = {}
     problems: dict[str, str] = {}
     idle: dict[str, str] = {}
+    malformed: dict[tuple[str, int, int], str] = {}
     for tid, variants in sorted(by_table.items()):
         if tid in refused:
             problems[tid] = refused[tid]
             continue
+        if len(tid) > MAX_TABLE_ID_LENGTH:
+            problems[tid] = (f"table {tid[:80]}...: its name is {len(tid)} characters long (namespace.table after "
+                             f"sanitizing); the lake takes at most {MAX_TABLE_ID_LENGTH}")
+            continue
+        usable = []
+        for v in variants:
+            why = _variant_problem(v)
+            if why:
+                malformed[(tid, v["h1"], v["h2"])] = f"table {tid}: {why}"
+            else:
+                usable.append(v)
+        if variants and not usable:
+            continue  # every message of the table carries a schema that cannot be read: all quarantined
+        variants = usable
         renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
         exists = table_exists(spark, tid)
         declared = ddl.get(tid, TableDefinition())
@@ -406,9 +422,6 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         try:
             schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
             variant_columns = [table_columns(s) for s in schemas if s]
-            clash = next((why for v in variant_columns for why in [_case_clash(v)] if why), None)
-            if clash:
-                raise SchemaError(clash)
             columns = _current_columns(list(_merge_columns(variant_columns)), renames, dropped)
             current = _existing_columns(spark, tid) if exists else []
             known = _current_columns(list(_merge_columns([current, list(declared.columns.values())])),
@@ -464,7 +477,33 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
-    return typings, problems, idle
+    return typings, problems, idle, malformed
+
+
+def _variant_problem(variant: Any) -> str | None:
+    """Why the row and key schemas of one group of a table's messages cannot be read (a Connect type cdclake does
+    not map, a field of an unexpected JSON type), or None. Only those messages are quarantined; the table's
+    messages with other schemas go on."""
+    try:
+        schema = parse_json_schema(variant["row_schema"])
+        columns = table_columns(schema) if schema else []
+        clash = _case_clash(columns)
+        if clash:
+            return clash
+        key_columns(parse_json_schema(variant["key_schema"]), parse_json_schema(variant["key_text"]))
+    except SchemaError as exc:
+        return str(exc)
+    return None
+
+
+def _malformed_reason(malformed: dict[tuple[str, int, int], str]) -> Column:
+    """Per parsed record: the :func:`_variant_problem` reason of its table and schemas, else null."""
+    reason = F.lit(None).cast("string")
+    row_hash, key_hash = F.xxhash64("row_schema"), F.xxhash64("key_schema")
+    for (tid, h1, h2), why in malformed.items():
+        reason = F.when((F.col("table_id") == tid) & (row_hash == F.lit(h1)) & (key_hash == F.lit(h2)),
+                        F.lit(why)).otherwise(reason)
+    return reason
 
 
 def _remember_truncates(parsed: DataFrame, idle: dict[str, str], *, batch_id: str) -> None:
@@ -667,8 +706,8 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
-        typings, problems, idle = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
-                                                  {**held, **refused, **ddl.stopped})
+        typings, problems, idle, malformed = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
+                                                             {**held, **refused, **ddl.stopped})
         _remember_truncates(parsed, idle, batch_id=batch_id)
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
@@ -683,6 +722,12 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         rejected: list[DataFrame] = [
             parsed.where(F.col("status") == "quarantine"),
         ]
+        if malformed:  # before the table problems: a message is quarantined once, with its schema's reason
+            unreadable = _malformed_reason(malformed)
+            is_unreadable = (F.col("status") == "ok") & unreadable.isNotNull()
+            rejected.append(_restore_raw_text(raw, (
+                parsed.where(is_unreadable).dropDuplicates(["input", "index"]).withColumn("reason", unreadable))))
+            parsed = parsed.where(~is_unreadable)
         if problems:
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():

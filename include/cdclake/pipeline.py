@@ -248,21 +248,40 @@ def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str,
             way the batch is then marked applied.
         options: Per-table apply options (delete mode, write mode, partitioning, ...); others get ``default``
             (cdclake's defaults when None).
+
+    Raises:
+        ApplyFailedError: Some tables failed (each is logged with its traceback); every other table was applied,
+            and the batch is not marked applied.
     """
     from cdclake.apply_options import ApplyOptions
+    from cdclake.exceptions import ApplyFailedError
     from cdclake.normalize import staging_dir
 
     chosen = dict(options or {})
     fallback = default or ApplyOptions()
     wanted = set(tables) if tables is not None else None
-    result = ApplyResult(source, batch_id, {
-        tid: apply_staged_table(spark, settings, source=source, batch_id=batch_id, table_id=tid,
-                                options=chosen.get(tid, fallback))
-        for tid in staged_table_ids(settings, source, batch_id)
-        if (wanted is None or tid in wanted) and (staging_dir(settings, source, batch_id) / tid).exists()
-    })
+    result = ApplyResult(source, batch_id)
+    failures: dict[str, BaseException] = {}
+    for tid in staged_table_ids(settings, source, batch_id):
+        if (wanted is None or tid in wanted) and (staging_dir(settings, source, batch_id) / tid).exists():
+            try:
+                result.tables[tid] = apply_staged_table(spark, settings, source=source, batch_id=batch_id,
+                                                        table_id=tid, options=chosen.get(tid, fallback))
+            except Exception as exc:  # noqa: BLE001 - one table's failure does not stop the others
+                log.exception("batch %s of %r: applying table %s failed", batch_id, source, tid)
+                failures[tid] = exc
+    if failures:
+        raise ApplyFailedError(
+            f"batch {batch_id} of source {source!r}: {len(failures)} table(s) failed to apply, the other "
+            f"{len(result.tables)} were applied; the batch is not marked applied (a re-run applies it again): "
+            + "; ".join(f"{tid}: {_first_line(exc)}" for tid, exc in sorted(failures.items())), failures)
     mark_applied(settings, result)
     return result
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 # --- per-table stages (used by the per-source DAGs, where each table is its own mapped task) -------------------

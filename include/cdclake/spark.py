@@ -88,6 +88,9 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("CDCLAKE_DRIVER_MEMORY", "4g"),
         # Parquet timestamps without time zone stay what they are; Iceberg maps them to timestamp_ntz.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # A text that does not match a datetime pattern (CKafka's TIME `yyyyMMddHHmmss`) is null. Spark's default
+        # (EXCEPTION) fails the whole job instead when the pre-3.0 parser would have read it (`20210625175153"`).
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
         # Dates and times before 1582-10-15 (MySQL's DATE starts at 1000-01-01) are written and read as the
         # proleptic Gregorian values they are, as Iceberg does; Spark's default refuses to write them.
         **{f"spark.sql.parquet.{kind}RebaseModeIn{way}": "CORRECTED"

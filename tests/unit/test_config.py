@@ -43,7 +43,12 @@ def test_table_options_merge_defaults_and_first_matching_override() -> None:
     assert contacts.key == ("contact_id",)
     assert contacts.partition_spec == ("bucket(16, key)", "truncate(4, country)")
     assert contacts.delete_mode == "soft" and contacts.dq_policy == "warn"  # from defaults
-    assert contacts.partition_fields(["contact_id"]) == ["bucket(16, `contact_id`)", "truncate(4, country)"]
+    assert contacts.apply_options().partition_for(["contact_id"]) == ("bucket(16, `contact_id`)",
+                                                                        "truncate(4, country)")
+    # Iceberg cannot bucket a double: `key` in a bucket stands for the first key column it can bucket, or none.
+    assert contacts.apply_options().partition_for(["score", "contact_id"], {"score": "double", "contact_id": "int"}) \
+        == ("bucket(16, `contact_id`)", "truncate(4, country)")
+    assert contacts.apply_options().partition_for(["score"], {"score": "double"}) == ("truncate(4, country)",)
     audit = crm.table_options("crm.audit_2024")
     assert audit.dq_policy == "quarantine" and audit.freshness_sla == timedelta(days=1)
     assert audit.partition_spec == ("bucket(8, key)",)

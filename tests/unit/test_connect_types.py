@@ -422,21 +422,26 @@ def test_typed_after_image_through_normalize(spark, session_lake):
     assert row["flag"] is True
 
 
-def test_unsupported_type_in_an_envelope_quarantines_the_table(spark, session_lake):
+def test_unsupported_type_in_an_envelope_quarantines_the_messages_with_that_schema(spark, session_lake):
+    # The table's messages with another schema (before the column was added) are staged.
     table = f"untyped_{uuid.uuid4().hex[:8]}"
     source = f"connect_types_{table}"
-    fields = [{"type": "int32", "optional": False, "field": "id"},
-              {"type": "geometry", "optional": True, "field": "shape"}]
-    batch_id, result = _land_and_normalize(spark, session_lake, source,
-                                           _envelope(table, fields, {"id": 1, "shape": "x"}, lsn=1) + "\n")
+    fields = [{"type": "int32", "optional": False, "field": "id"}]
+    with_shape = [*fields, {"type": "geometry", "optional": True, "field": "shape"}]
+    batch_id, result = _land_and_normalize(spark, session_lake, source, "\n".join([
+        _envelope(table, fields, {"id": 1}, lsn=1),
+        _envelope(table, with_shape, {"id": 2, "shape": "x"}, lsn=2),
+        _envelope(table, with_shape, {"id": 3, "shape": "y"}, lsn=3),
+    ]) + "\n")
 
-    assert result.tables == {} and result.quarantined == 1
+    assert result.tables == {f"typed.{table}": 1} and result.quarantined == 2
     rows = spark.sql(
         "SELECT table_id, reason, line FROM lake.cdclake_meta.quarantine "
-        f"WHERE source = '{source}' AND batch_id = '{batch_id}'"
+        f"WHERE source = '{source}' AND batch_id = '{batch_id}' ORDER BY line"
     ).collect()
-    assert [(r["table_id"], r["line"]) for r in rows] == [(f"typed.{table}", 1)]
-    assert rows[0]["reason"] == f"table typed.{table}: column 'shape': unsupported Kafka Connect type 'geometry'"
+    assert [(r["table_id"], r["line"]) for r in rows] == [(f"typed.{table}", 2), (f"typed.{table}", 3)]
+    assert {r["reason"] for r in rows} == {
+        f"table typed.{table}: column 'shape': unsupported Kafka Connect type 'geometry'"}
 
 
 def _payload_only(table: str, after: dict[str, Any], *, lsn: int) -> str:

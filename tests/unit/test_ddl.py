@@ -465,6 +465,7 @@ def test_oracle_rename() -> None:
         ("CREATE TABLE t (a 'x", "mysql", "cannot parse mysql DDL"),
         ("ALTER TABLE t ADD COLUMN weird stuff (", "mysql", "ALTER TABLE action"),
         ("CREATE TABLE t (a int)", "sqlite", "dialect 'sqlite' is not supported"),
+        ("ALTER TABLE t1 ADD COLUMN c2 int, RENAME ", "mysql", "names no new table name"),
     ],
 )
 def test_errors_are_one_line_and_name_the_statement(sql: str, dialect: str, fragment: str) -> None:
@@ -473,6 +474,25 @@ def test_errors_are_one_line_and_name_the_statement(sql: str, dialect: str, frag
     message = str(caught.value)
     assert fragment in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("ALTER TABLE t1 ADD COLUMN c2 in", "mysql"),  # sqlglot reads `in` as a constraint without a kind
+        ("CREATE TABLE t1 (id in, name varchar(20), PRIMARY KEY (id))", "mysql"),
+        ('create table "S".."T" ("ID" NUMBER(10) primary key)', "oracle"),  # the empty schema is a plain string
+        ("CREATE TABLE S..T (ID int primary key)", "tsql"),
+    ],
+)
+def test_statements_found_by_fuzzing_parse_or_fail_with_a_ddl_error(sql: str, dialect: str) -> None:
+    # Each raised AttributeError or IndexError inside the parser, which stopped the whole batch.
+    try:
+        events = parse_ddl(sql, dialect)
+    except DdlError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert [e.table for e in events] == ["t1" if "t1" in sql else "T"]
 
 
 def test_error_quotes_only_the_start_of_a_long_statement() -> None:

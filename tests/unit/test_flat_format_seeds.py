@@ -190,6 +190,18 @@ def test_ckafka_format_one_with_declared_key(spark, session_lake, source):
     assert rows[0].source_ts == dt.datetime(1970, 1, 1, 8, 0, 0)
 
 
+@pytest.mark.parametrize("time", ['19700101080000"', "1970-01-01 08:00", "19701301080000"],
+                         ids=["trailing-quote", "not-the-pattern", "month-13"])
+def test_ckafka_time_that_does_not_parse_leaves_the_source_time_unknown(spark, session_lake, source, time):
+    # Spark's default parser policy fails the whole job on a text the pre-3.0 parser would read (the first case).
+    batch_id, result = run(spark, session_lake, source, ["ckafka/dml_insert.json"], "ckafka",
+                           keys=["inventory.customers=id"],
+                           replace={"ckafka/dml_insert.json": ('"19700101080000"', json.dumps(time))})
+    assert (result.tables, result.quarantined) == ({"inventory.customers": 1}, 0)
+    (row,) = staged(spark, session_lake, source, batch_id, "inventory.customers")
+    assert (row.op, row.source_ts, row.after.id) == ("c", None, "1004")
+
+
 def test_ckafka_create_table_gives_key_and_types(spark, session_lake, source):
     # The document's CREATE TABLE is for dip_test.customers; the DML is for inventory.customers. Point the DDL at
     # the DML's database so the stream describes one table.
@@ -660,3 +672,55 @@ def test_drop_table_then_rename_another_onto_its_name(spark, session_lake, sourc
     # made its insert stale.
     assert versions(f"{db}.{displaced[0]}") == ([] if split is None else [(1, False)])
     assert not table_exists(spark, history_table_id(f"{db}.asd_copy"))
+
+
+def _insert(db: str, table: str, key: list[str], n: int = 3) -> str:
+    """A canal INSERT of two rows of ``db.table`` (columns k double, id int, v varchar), at message id ``n``."""
+    return json.dumps({
+        "data": [{"k": "1.5", "id": "1", "v": "a"}, {"k": "2.5", "id": "2", "v": "b"}], "database": db,
+        "es": 1589373515000 + n, "id": n, "isDdl": False,
+        "mysqlType": {"k": "double", "id": "int", "v": "varchar(9)"}, "old": None, "pkNames": key, "sql": "",
+        "sqlType": {"k": 8, "id": 4, "v": 12}, "table": table, "ts": 1589373515477, "type": "INSERT"}) + "\n"
+
+
+@pytest.mark.parametrize(("key", "bucket"), [(["k"], None), (["k", "id"], "CLUSTERED BY (id)\nINTO 16 BUCKETS")],
+                         ids=["double-key", "double-then-int-key"])
+def test_a_table_keyed_by_a_double_is_bucketed_by_a_key_column_iceberg_can_bucket(spark, session_lake, source, key,
+                                                                                    bucket):
+    # Iceberg's bucket transform takes no float, double or boolean: the default spec (bucket on the first key
+    # column) made the CREATE TABLE fail, and with it the whole apply.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"d{uuid.uuid4().hex[:8]}"
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/x.jsonl", _insert(db, "t", key).encode("utf-8"))])
+    normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    counts = apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert counts.tables[f"{db}.t"].inserted == 2
+    assert dump_rows(session_lake, f"{db}.t") == [{"k": 1.5, "id": 1, "v": "a"}, {"k": 2.5, "id": 2, "v": "b"}]
+    ddl = spark.sql(f"SHOW CREATE TABLE lake.{db}.t").first()[0]
+    assert ("BUCKETS" not in ddl and "PARTITIONED" not in ddl) if bucket is None else (bucket in ddl), ddl
+
+
+def test_a_table_that_fails_to_apply_does_not_stop_the_others(spark, session_lake, source):
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.exceptions import ApplyFailedError
+    from cdclake.pipeline import apply_batch, is_applied
+    from cdclake.reader import dump_rows
+
+    db = f"f{uuid.uuid4().hex[:8]}"
+    text = _insert(db, "a_bad", ["id"], 3) + _insert(db, "b_good", ["id"], 4)
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/x.jsonl", text.encode("utf-8"))])
+    normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    # A configured spec Iceberg refuses (a bucket on a double) fails the first table's CREATE TABLE.
+    bad = {f"{db}.a_bad": ApplyOptions(partition=("bucket(4, k)",))}
+    with pytest.raises(ApplyFailedError, match=rf"1 table\(s\) failed .* {db}\.a_bad: ") as caught:
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, options=bad)
+    assert set(caught.value.failures) == {f"{db}.a_bad"}
+    assert [r["id"] for r in dump_rows(session_lake, f"{db}.b_good")] == [1, 2]
+    assert not is_applied(session_lake, source, batch_id)
+    result = apply_batch(spark, session_lake, source=source, batch_id=batch_id)  # the re-run, without the bad spec
+    assert (result.tables[f"{db}.a_bad"].inserted, result.tables[f"{db}.b_good"].inserted) == (2, 0)
+    assert is_applied(session_lake, source, batch_id)

@@ -96,6 +96,11 @@ def get_normalizer(name: str) -> Normalizer:
         raise UnknownFormatError(f"unknown format {name!r}; supported: {', '.join(FORMATS)}") from None
 
 
+MALFORMED = (TypeError, ValueError, AttributeError, KeyError, IndexError)
+"""What interpreting a schema a message carries raises when a field has an unexpected JSON type (``"fields":
+true``, ``"scale": "x"``): turned into :class:`SchemaError`, whose messages are quarantined with that reason."""
+
+
 def table_columns(row_schema: dict[str, Any]) -> "list[ColumnType]":
     """A table's columns from one of its parsed records' ``row_schema`` (any format).
 
@@ -104,12 +109,15 @@ def table_columns(row_schema: dict[str, Any]) -> "list[ColumnType]":
     """
     from cdclake.formats import canal, debezium, mongo
 
-    if isinstance(row_schema.get("sqltypes"), dict):
-        return canal.table_columns(row_schema["sqltypes"])
-    if row_schema.get("mongo") is True:
-        return mongo.table_columns()
-    if "fields" in row_schema:
-        return debezium.table_columns(row_schema)
+    try:
+        if isinstance(row_schema.get("sqltypes"), dict):
+            return canal.table_columns(row_schema["sqltypes"])
+        if row_schema.get("mongo") is True:
+            return mongo.table_columns()
+        if "fields" in row_schema:
+            return debezium.table_columns(row_schema)
+    except MALFORMED as exc:
+        raise SchemaError(f"malformed row schema ({exc}): {str(row_schema)[:120]}") from exc
     raise SchemaError(f"unrecognized row schema: {str(row_schema)[:120]}")
 
 
@@ -121,7 +129,10 @@ def key_columns(key_schema: dict[str, Any] | None, key_sample: dict[str, Any] | 
         names = key_schema.get("pkNames")
         if isinstance(names, list) and all(isinstance(n, str) for n in names) and names:
             return list(dict.fromkeys(names))  # canal repeats a name per row of a multi-row message: ["ID", "ID"]
-        found = debezium.key_columns(key_schema)
+        try:
+            found = debezium.key_columns(key_schema)
+        except MALFORMED as exc:
+            raise SchemaError(f"malformed key schema ({exc}): {str(key_schema)[:120]}") from exc
         if found:
             return found
     if isinstance(key_sample, dict):
