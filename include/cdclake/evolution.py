@@ -4,9 +4,12 @@ Iceberg widens in place only ``int -> long``, ``float -> double`` and a decimal'
 arriving with a narrower type than the table's fits: it is cast on write. That is an ``int`` into a ``long`` column,
 or a decimal with no more integer digits and no more fraction digits than the column's (``decimal(12,2)`` into
 ``decimal(38,10)``: DRS types a bare ``decimal`` so until a DDL says more, and a full sync landed after incremental
-batches says ``decimal(12,2)``). Any other difference (``string`` into ``int``, a wider decimal scale,
-``timestamp`` vs ``timestamp_ntz``) is incompatible: the affected changes are quarantined with that reason
-instead of being cast with loss.
+batches says ``decimal(12,2)``). A decimal arriving with more fraction digits than the column's
+(``decimal(15,4)`` into ``decimal(10,2)``: a MySQL ``MODIFY COLUMN``; Iceberg cannot change a scale) keeps the
+column's scale (:func:`decimal_target`): each value is taken only if it has no more fraction digits than the
+column's, else that change is quarantined. Any other difference (``string`` into ``int``, ``timestamp`` vs
+``timestamp_ntz``) is incompatible: the affected changes are quarantined with that reason instead of being cast
+with loss.
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ def fits(table: DataType, incoming: DataType) -> bool:
         return (incoming.scale <= table.scale
                 and incoming.precision - incoming.scale <= table.precision - table.scale)
     return False
+
+
+def decimal_target(table: DataType, incoming: DataType) -> DecimalType | None:
+    """The column type that values of a decimal ``incoming`` with a larger scale than the ``table`` decimal's are
+    written as: the table's scale, and the precision widened (up to 38) if ``incoming`` has more integer digits.
+    None when that does not apply (not two decimals, or the scale is not larger)."""
+    if not (isinstance(table, DecimalType) and isinstance(incoming, DecimalType)) or incoming.scale <= table.scale:
+        return None
+    digits = max(table.precision - table.scale, incoming.precision - incoming.scale)
+    return DecimalType(min(38, max(table.precision, digits + table.scale)), table.scale)
 
 
 def incompatibility(column: str, table: DataType, incoming: DataType) -> str | None:

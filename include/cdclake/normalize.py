@@ -29,11 +29,16 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    ByteType,
+    DataType,
     DateType,
+    DecimalType,
     DoubleType,
+    FloatType,
     IntegerType,
     LongType,
     MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
@@ -43,12 +48,12 @@ from pyspark.sql.types import (
 
 from cdclake import ddl_history, ddl_stops, quarantine, tombstones
 from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
-from cdclake.evolution import fits, incompatibility
+from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
-from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, cast_converter
+from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, Converter, cast_converter, variable_scale_decimal
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
 from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl_history import History
@@ -325,7 +330,13 @@ def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) ->
     columns = []
     for name in order:
         data_type = inferred.get(name, StringType())
-        if not isinstance(data_type, (LongType, DoubleType, StringType)) and data_type.typeName() != "boolean":
+        if isinstance(data_type, StructType) and sorted(data_type.fieldNames()) == ["scale", "value"]:
+            # Debezium's VariableScaleDecimal without its schema: the exact decimal text, else the JSON text.
+            columns.append(ColumnType(name, StringType(), lambda c: F.coalesce(variable_scale_decimal(c), c)))
+            continue
+        if isinstance(data_type, DecimalType) and data_type.scale == 0:
+            data_type = DecimalType(38, 0)  # whole numbers beyond a long (JSON inference reads them as decimals)
+        elif not isinstance(data_type, (LongType, DoubleType, StringType)) and data_type.typeName() != "boolean":
             data_type = StringType()  # nested values and all-null columns are kept as JSON text
         columns.append(ColumnType(name, data_type, cast_converter(data_type)))
     return columns
@@ -382,9 +393,12 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             F.first(F.coalesce("after_text", "before_text"), ignorenulls=True).alias("sample"),
             F.array_distinct(F.flatten(F.collect_set(untyped_image))).alias("untyped_names"),
             F.count_if(F.col("op") != "t").alias("changes"),
+            F.min(F.struct("file_index", "index")).alias("first_seen"),
         )
         .collect()
     )
+    # In arrival order: where two schemas type a column differently, the later one's type wins (_merge_columns).
+    rows.sort(key=lambda r: (r["first_seen"]["file_index"] or 0, r["first_seen"]["index"] or 0))
     by_table: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
         by_table[row["table_id"]].append(row)
@@ -420,9 +434,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             continue
         spellings: dict[str, str] = {}
         try:
-            schemas = [parse_json_schema(v["row_schema"]) for v in variants if v["row_schema"]]
-            variant_columns = [table_columns(s) for s in schemas if s]
-            columns = _current_columns(list(_merge_columns(variant_columns)), renames, dropped)
+            by_schema = {v["h1"]: table_columns(schema) for v in variants if v["row_schema"]
+                         for schema in [parse_json_schema(v["row_schema"])] if schema}
+            columns = _current_columns(list(_merge_columns(list(by_schema.values()))), renames, dropped)
             current = _existing_columns(spark, tid) if exists else []
             known = _current_columns(list(_merge_columns([current, list(declared.columns.values())])),
                                      renames, dropped)
@@ -434,6 +448,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 columns = [precise[c.name] if c.data_type == BARE_DECIMAL and c.name in precise else c
                            for c in columns]
             columns, spellings = _fold_case(columns, [c.name for c in known])
+            columns = _decoded_by_schema(columns, {h: _current_columns(cs, renames, dropped)
+                                                   for h, cs in by_schema.items()})
             names = {c.name.lower() for c in columns}
             untyped = sorted({renames.get(n, n) for v in variants for n in (v["untyped_names"] or [])
                               if n not in dropped and renames.get(n, n).lower() not in names})
@@ -447,6 +463,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             problems[tid] = f"table {tid}: {exc}"
             continue
         table_types = {c.name: c.data_type for c in current}
+        columns = [_at_table_scale(c, table_types.get(c.name)) for c in columns]
         conflict = next((r for c in columns if c.name in table_types
                          for r in [incompatibility(c.name, table_types[c.name], c.data_type)] if r), None)
         if conflict:
@@ -478,6 +495,65 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
     return typings, problems, idle, malformed
+
+
+def _decoded_by_schema(columns: list[ColumnType], by_schema: dict[int, list[ColumnType]]) -> list[ColumnType]:
+    """Columns that the batch's schemas write in more than one encoding (a Debezium Decimal whose scale changed,
+    ``Timestamp`` millis then ``MicroTimestamp`` micros after a precision change) decode each message's value by
+    its own schema (``by_schema``: the columns of each row-schema hash), then convert it to the column's type
+    exactly: one decoder for all would read the other schema's values wrongly."""
+    spellings: dict[str, list[tuple[int, ColumnType]]] = defaultdict(list)
+    for row_hash, schema_columns in by_schema.items():
+        for column in schema_columns:
+            spellings[column.name.lower()].append((row_hash, column))
+    out = []
+    for column in columns:
+        options = tuple(spellings.get(column.name.lower(), ()))
+        if len({c.encoding for _, c in options}) < 2:
+            out.append(column)
+            continue
+
+        def convert(text: Column, options: tuple[tuple[int, ColumnType], ...] = options,
+                    into: DataType = column.data_type, fallback: Converter = column.convert) -> Column:
+            row_hash = F.xxhash64(F.col("row_schema"))
+            value = fallback(text)
+            for schema_hash, own in options:
+                decoded = own.convert(text)
+                if own.data_type != into:
+                    # Exactly or not at all (null: a failed cast, quarantined); types Spark cannot cast between
+                    # (a date into a bigint) never convert.
+                    decoded = (F.when(decoded.cast(into).cast(own.data_type) == decoded, decoded.cast(into))
+                               if _castable(own.data_type, into) else F.lit(None).cast(into))
+                value = F.when(row_hash == F.lit(schema_hash), decoded).otherwise(value)
+            return value
+
+        out.append(replace(column, convert=convert))
+    return out
+
+
+_NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
+_DATETIME = (DateType, TimestampType, TimestampNTZType)
+
+
+def _castable(source: DataType, target: DataType) -> bool:
+    """Whether Spark casts ``source`` values to ``target`` (and back, to check nothing was lost)."""
+    return (isinstance(target, StringType) or (isinstance(source, _NUMERIC) and isinstance(target, _NUMERIC))
+            or (isinstance(source, _DATETIME) and isinstance(target, _DATETIME)))
+
+
+def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnType:
+    """A decimal column arriving with more fraction digits than the table's column (:func:`decimal_target`), typed
+    at the table's scale: a value converts only if nothing is lost (``2.3000`` -> ``2.30``), else it is null, a
+    failed cast whose change is quarantined with the value and the column type."""
+    target = decimal_target(table_type, column.data_type) if table_type is not None else None
+    if target is None:
+        return column
+
+    def convert(text: Column, arrived: Converter = column.convert, into: DecimalType = target) -> Column:
+        value = arrived(text)
+        return F.when(value.cast(into) == value, value.cast(into))
+
+    return replace(column, data_type=target, convert=convert)
 
 
 def _variant_problem(variant: Any) -> str | None:

@@ -246,6 +246,26 @@ def test_bytes_are_base64(spark):
     assert [None if v is None else bytes(v) for v in values] == [*blobs, None]
 
 
+@pytest.mark.parametrize("length", [2, 10, 64])
+def test_bits_of_at_most_64_are_their_value_as_a_long(spark, length):
+    # Debezium sends bit(n) little-endian (io.debezium.data.Bits, sized for n bits); canal and DRS give the value.
+    values = [0, 1, 2, 3] if length == 2 else [0, 513, 1023] if length == 10 else [0, 1991, 2**63 - 1, 2**64 - 1]
+    texts = [b64(v.to_bytes((length + 7) // 8, "little")) for v in values] + [b64(b""), None]
+    spec = {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits", "version": 1,
+            "parameters": {"length": str(length)}, "field": "flags"}
+    data_type, decoded = convert(spark, spec, texts)
+    assert data_type == LongType()
+    # bit(64) with the top bit set: the long keeps the same 64 bits.
+    assert decoded == [v - 2**64 if v >= 2**63 else v for v in values] + [None, None]
+
+
+def test_bits_of_more_than_64_stay_bytes(spark):
+    spec = {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits", "version": 1,
+            "parameters": {"length": "72"}, "field": "flags"}
+    data_type, decoded = convert(spark, spec, [b64(bytes(range(9)))])
+    assert (data_type, [bytes(v) for v in decoded]) == (BinaryType(), [bytes(range(9))])
+
+
 def _plain(value: Decimal) -> str:
     text = format(value, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
@@ -483,3 +503,70 @@ def test_payload_only_values_into_existing_columns_are_never_truncated_or_rounde
     ]
     assert [(r["id"], r["weight"], r["price"]) for r in dump_rows(session_lake, tid)] == [
         (1, 3, "2.50"), (2, 5, "5.10"), (5, 7, "6.00"), (6, None, "12.34")]  # dump: decimals as exact text
+
+
+def test_payload_only_images_of_a_new_table_keep_big_whole_numbers_and_variable_scale_decimals(spark, session_lake):
+    """Without a schema, JSON inference types a new table's columns: whole numbers beyond a long are
+    decimal(38,0) (not text), a VariableScaleDecimal ({scale, value}: Debezium's Oracle NUMBER and PostgreSQL
+    NUMERIC) is its exact decimal text, and another JSON object stays its JSON text."""
+    table = f"inferred_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    images = [
+        {"id": 1, "big": 5, "amount": {"scale": 2, "value": b64(java_bytes(1234))}, "doc": {"a": 1}},
+        {"id": 18446744073709551615, "big": 12345678901234567890123,
+         "amount": {"scale": 0, "value": b64(java_bytes(-7))}, "doc": {"a": [2]}},
+    ]
+    text = "".join(_payload_only(table, image, lsn=100 + i) + "\n" for i, image in enumerate(images))
+    batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+    assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["big"], r["amount"], json.loads(r["doc"])) for r in dump_rows(session_lake, tid)] == [
+        ("1", "5", "12.34", {"a": 1}),
+        ("18446744073709551615", "12345678901234567890123", "-7", {"a": [2]})]  # dump: decimals as exact text
+
+
+def test_a_batch_whose_schemas_encode_a_column_two_ways_decodes_each_message_by_its_own_schema(spark, session_lake):
+    """A column's Decimal scale (2, then 4 after an ALTER) and its timestamp precision (Timestamp millis, then
+    MicroTimestamp micros) change within one batch: each message's value is decoded with its own schema, never
+    with the other's (1.20 read with scale 4 is 0.0120; micros read as millis are in the year 55840)."""
+    table = f"reencoded_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    moment = dt.datetime(2023, 11, 14, 22, 13, 20, 250000)
+    millis = int((moment - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+    def fields(scale: int, time_type: str) -> list[dict[str, Any]]:
+        return [{"type": "int32", "optional": False, "field": "id"}, decimal_spec(scale, 6 + scale),
+                {"type": "int64", "optional": True, "name": time_type, "field": "at"}]
+
+    old, new = fields(2, "io.debezium.time.Timestamp"), fields(4, "io.debezium.time.MicroTimestamp")
+    text = "".join(line + "\n" for line in [
+        _envelope(table, old, {"id": 1, "amount": b64(java_bytes(120)), "at": millis}, lsn=100),
+        _envelope(table, new, {"id": 2, "amount": b64(java_bytes(23000)), "at": millis * 1000}, lsn=200),
+        _envelope(table, old, {"id": 3, "amount": b64(java_bytes(345)), "at": millis}, lsn=300),
+    ])
+    batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+    assert (result.tables, result.quarantined) == ({tid: 3}, 0)
+    rows = read_staged(spark, staging_dir(session_lake, source, batch_id) / tid).orderBy("position").collect()
+    assert [(r.after.id, r.after.amount, r.after.at) for r in rows] == [
+        (1, Decimal("1.2000"), moment), (2, Decimal("2.3000"), moment), (3, Decimal("3.4500"), moment)]
+
+
+def test_a_value_whose_schema_type_cannot_become_the_columns_type_is_quarantined(spark, session_lake):
+    """A column that is a Date in one message and an int32 in the next one of the batch: the later type wins, and
+    the date, which no cast makes an int, is a failed cast of that message only (not a failed batch)."""
+    table = f"retyped_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    key = {"type": "int32", "optional": False, "field": "id"}
+    text = "".join(line + "\n" for line in [
+        _envelope(table, [key, {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "d"}],
+                  {"id": 1, "d": 19675}, lsn=100),
+        _envelope(table, [key, {"type": "int32", "optional": True, "field": "d"}], {"id": 2, "d": 7}, lsn=200),
+    ])
+    batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+    assert (result.tables, result.quarantined) == ({tid: 1}, 1)
+    (row,) = read_staged(spark, staging_dir(session_lake, source, batch_id) / tid).collect()
+    assert (row.after.id, row.after.d) == (2, 7)
+    (rejected,) = spark.sql(f"SELECT line, reason FROM lake.cdclake_meta.quarantine WHERE source = '{source}'"
+                            ).collect()
+    assert (rejected.line, rejected.reason) == (
+        1, 'value does not convert to the column type: after column d (int): ["19675"]')

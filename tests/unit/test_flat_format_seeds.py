@@ -401,6 +401,43 @@ def test_a_full_sync_landed_after_incremental_batches_fits_their_wider_decimal(s
     assert [(r["id"], Decimal(str(r["amount"]))) for r in rows] == [(1, Decimal("10.50")), (2, Decimal("3.25"))]
 
 
+def test_a_decimal_whose_scale_grows_in_a_later_batch_keeps_the_table_scale_and_quarantines_what_does_not_fit(
+        spark, session_lake, source):
+    # Apache Paimon's canal typenochange test: `v` is decimal(10,2), then (MODIFY COLUMN) decimal(15,4). Iceberg
+    # cannot change a scale: values that have no more than 2 fraction digits still go in (the precision widens
+    # for the 11 integer digits decimal(15,4) allows); a value with 4 is quarantined, not rounded.
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.catalog import table_schema
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    db = f"s{uuid.uuid4().hex[:8]}"
+
+    def insert(n: int, k: str, v: str, v_type: str) -> dict[str, Any]:
+        return {"data": [{"k": k, "v": v}], "database": db, "es": 1683880554000, "id": n, "isDdl": False,
+                "mysqlType": {"k": "int", "v": v_type}, "old": None, "pkNames": ["k"], "sql": "",
+                "sqlType": {"k": 4, "v": 3}, "table": "d", "ts": 1683880554351, "type": "INSERT"}
+
+    batches = [[insert(1, "1", "1.2", "decimal(10,2)")],
+               [insert(2, "2", "2.3", "decimal(15,4)"), insert(3, "3", "2.3456", "decimal(15,4)"),
+                insert(4, "4", "12345678901.5000", "decimal(15,4)")]]
+    quarantined_counts = []
+    for n, docs in enumerate(batches):
+        content = "".join(json.dumps(d) + "\n" for d in docs)
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{n}.jsonl", content.encode("utf-8"))])
+        quarantined_counts.append(
+            normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal").quarantined)
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
+    assert quarantined_counts == [0, 1]
+    assert table_schema(spark, f"{db}.d")["v"].dataType.simpleString() == "decimal(13,2)"
+    rows = dump_rows(session_lake, f"{db}.d")
+    assert [(r["k"], Decimal(str(r["v"]))) for r in rows] == [
+        (1, Decimal("1.20")), (2, Decimal("2.30")), (4, Decimal("12345678901.50"))]
+    (row,) = [r for r in quarantined(spark, source) if r.table_id == f"{db}.d"]
+    assert row.reason == 'value does not convert to the column type: after column v (decimal(13,2)): ["2.3456"]'
+
+
 def test_a_canal_column_that_mysqltype_does_not_list_is_kept(spark, session_lake, source):
     # Flink's canal-data-with-init.txt has rows with a column `other` that `mysqlType` does not list: its values
     # are kept (typed by inference over the images), not dropped.

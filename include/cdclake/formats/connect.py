@@ -80,6 +80,10 @@ class ColumnType:
     data_type: DataType
     convert: Converter
     optional: bool = True
+    encoding: str = ""
+    """How the message writes a value, where its type alone does not say: a Connect logical type (with a
+    Decimal's scale), base64 ``bytes``; empty for values that read as what they are (numbers, texts, JSON). A
+    batch whose schemas write a column in two encodings decodes each message's value by its own schema."""
 
 
 def _bool(value: Any, default: bool = True) -> bool:
@@ -149,6 +153,15 @@ def variable_scale_decimal(text: Column) -> Column:
         .otherwise(negative_scale)
 
 
+def _bits_value(base64_text: Column) -> Column:
+    """``io.debezium.data.Bits`` of at most 64 bits (MySQL ``bit(n)``, PostgreSQL ``bit(n)``) -> the bits' value as
+    a ``long``, as canal and DRS give it: Debezium sends the bytes little-endian. ``bit(64)`` values with the top
+    bit set are negative (the long keeps the same 64 bits); no bytes, or more than 8, is not such a value (null)."""
+    pairs = F.regexp_extract_all(F.hex(F.unbase64(base64_text)), F.lit("(..)"), 1)
+    big_endian = F.concat_ws("", F.reverse(pairs))
+    return F.when(F.length(big_endian).between(2, 16), F.conv(big_endian, 16, -10)).cast(LongType())
+
+
 def _days_since_epoch(days: Column) -> Column:
     """Days since 1970-01-01 -> date. A function, not a module-level Column: building a Column needs an active
     SparkContext, and this module is imported before any session exists."""
@@ -202,7 +215,7 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "io.debezium.data.Xml": (StringType(), lambda c: c),
     "io.debezium.data.Enum": (StringType(), lambda c: c),
     "io.debezium.data.EnumSet": (StringType(), lambda c: c),
-    "io.debezium.data.Bits": (BinaryType(), F.unbase64),
+    "io.debezium.data.Bits": (BinaryType(), F.unbase64),  # more than 64 bits (PostgreSQL); else see _bits_value
     "io.debezium.data.VariableScaleDecimal": (StringType(), variable_scale_decimal),
 }
 
@@ -240,13 +253,16 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
         precision = int(params.get("connect.decimal.precision", 38))
         precision = min(max(precision, scale, 1), 38)
         return ColumnType(name, DecimalType(precision, scale),
-                          lambda c, s=scale, p=precision: decimal_from_base64(c, scale=s, precision=p), optional)
+                          lambda c, s=scale, p=precision: decimal_from_base64(c, scale=s, precision=p), optional,
+                          f"{logical}({scale})")
+    if logical == "io.debezium.data.Bits" and int(params.get("length", 65)) <= 64:
+        return ColumnType(name, LongType(), _bits_value, optional, f"{logical}(long)")
     if isinstance(logical, str) and logical in _LOGICAL:
         data_type, convert = _LOGICAL[logical]
-        return ColumnType(name, data_type, convert, optional)
+        return ColumnType(name, data_type, convert, optional, logical)
     if ctype in _PRIMITIVES:
         data_type, convert = _PRIMITIVES[ctype]
-        return ColumnType(name, data_type, convert, optional)
+        return ColumnType(name, data_type, convert, optional, "bytes" if ctype == "bytes" else "")
     if ctype in ("struct", "array", "map"):
         # Nested values are kept as their JSON text.
         return ColumnType(name, StringType(), lambda c: c, optional)

@@ -211,11 +211,18 @@ def _no_position_reason(src: Column) -> Column:
     """Why a change has no source position, naming its connector: an unsupported connector (Vitess, Spanner,
     CockroachDB, Cassandra) reads as such, not as a damaged event."""
     connector = F.trim(src["connector"])
+    # A position field that is there but not a non-negative integer (a writer's placeholder, `"lsn": -1`) is named.
+    unreadable = F.coalesce(*[
+        F.when(~F.trim(src[name]).rlike(r"^\d+$"),
+               F.concat(F.lit(f"; its {name} "), F.substring(src[name], 1, 40),
+                        F.lit(" is not a non-negative integer")))
+        for name in ("lsn", "scn", "pos", "commit_ts")], F.lit(""))
     return F.concat(
         F.lit("no source position: payload.source"),
         F.when(connector != "", F.concat(F.lit(" (connector "), connector, F.lit(")"))).otherwise(F.lit("")),
         F.lit(" has no lsn, commit_lsn/change_lsn, scn, commit_ts, or file (ending in a number) + pos; cdclake "
               "orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiCDC connectors"),
+        unreadable,
     )
 
 
