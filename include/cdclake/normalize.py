@@ -274,12 +274,14 @@ _KEEP_ON_RENORMALIZE = ("_held",)
 
 def _merge_columns(variants: list[list[ColumnType]]) -> tuple[ColumnType, ...]:
     """Columns of several schemas: a column's later type wins, unless the earlier one holds it without loss (a
-    batch whose messages saw the column widened, `int` then `bigint`, types it `bigint` in whichever order)."""
+    batch whose messages saw the column widened, `int` then `bigint`, types it `bigint` in whichever order) or is
+    text, which holds any value as its text (`string` then `int`, as `int` then `string`, is `string`)."""
     merged: dict[str, ColumnType] = {}
     for columns in variants:
         for column in columns:
             known = merged.get(column.name)
-            if known is None or not fits(known.data_type, column.data_type):
+            if known is None or not (fits(known.data_type, column.data_type)
+                                     or isinstance(known.data_type, StringType)):
                 merged[column.name] = column
     return tuple(merged.values())
 
@@ -701,9 +703,16 @@ def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, 
         if replayed(earlier):
             continue
         raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, earlier))
-        row = (normalizer.parse(raw)
-               .where((F.col("status") == "ok") & (F.col("table_id") == table_id) & F.col("source_pos").isNotNull())
-               .agg(F.max("source_pos")).first())
+        # Cached before the filter, as normalize_batch caches its parse: pushed into the parse, the filter would
+        # be planned with every shape's expressions inlined into it (with --format auto, a plan too large for the
+        # driver's memory).
+        parsed = normalizer.parse(raw).select("status", "table_id", "source_pos").persist()
+        try:
+            row = (parsed.where((F.col("status") == "ok") & (F.col("table_id") == table_id)
+                                & F.col("source_pos").isNotNull())
+                   .agg(F.max("source_pos")).first())
+        finally:
+            parsed.unpersist()
         if row is not None and row[0] is not None:
             log.info("batch %s: the unpositioned TRUNCATE/DROP TABLE of %s is ordered after batch %s (position %s)",
                      batch_id, table_id, earlier, row[0])

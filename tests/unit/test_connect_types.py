@@ -570,3 +570,22 @@ def test_a_value_whose_schema_type_cannot_become_the_columns_type_is_quarantined
                             ).collect()
     assert (rejected.line, rejected.reason) == (
         1, 'value does not convert to the column type: after column d (int): ["19675"]')
+
+
+@pytest.mark.parametrize("string_first", [True, False])
+def test_a_column_that_is_text_in_one_schema_of_a_batch_is_text(spark, session_lake, string_first):
+    """apache/flink-cdc's PipelineKafkaRecordDeserializationSchemaTest: `age` is an int32 in one message and a string
+    in the other; whichever comes first, the column is text and both values are kept."""
+    table = f"texted_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    key = {"type": "int32", "optional": False, "field": "id"}
+    as_int = [key, {"type": "int32", "optional": True, "field": "age"}]
+    as_text = [key, {"type": "string", "optional": True, "field": "age"}]
+    messages = [(as_text, "hello"), (as_int, 19)] if string_first else [(as_int, 18), (as_text, "hello")]
+    text = "".join(_envelope(table, fields, {"id": n, "age": age}, lsn=100 * n) + "\n"
+                   for n, (fields, age) in enumerate(messages, start=1))
+    batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+    assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+    rows = read_staged(spark, staging_dir(session_lake, source, batch_id) / tid).orderBy("position").collect()
+    expected = [(1, "hello"), (2, "19")] if string_first else [(1, "18"), (2, "hello")]
+    assert [(r.after.id, r.after.age) for r in rows] == expected

@@ -426,6 +426,8 @@ HEARTBEAT = {"ts_ms": 1588252619000}
 NO_DDL_TEXT = "schema change event without DDL text (tableChanges only): columns come from the change events"
 TRANSACTION = "transaction metadata (status BEGIN/END)"
 HEARTBEAT_SKIP = "heartbeat (ts_ms only)"
+NO_CHANGE_SKIP = ("event without op, row image or table (a TiCDC WATERMARK event, or an empty record): no change "
+                  "to apply")
 
 
 def enveloped(value: dict[str, Any], name: str | None = None) -> str:
@@ -437,8 +439,9 @@ def enveloped(value: dict[str, Any], name: str | None = None) -> str:
 def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are_skipped(spark, session_lake,
                                                                                          source):
     """SQL Server's schema-change events (``ddl`` null, ``tableChanges`` only), the transaction-metadata topic's
-    BEGIN/END and heartbeats are recognized with and without the schema envelope; an enveloped schema-change event
-    with DDL text is a DDL record (it has a ``payload`` like a change event, but no ``op``)."""
+    BEGIN/END, heartbeats and events that change nothing are recognized with and without the schema envelope; an
+    enveloped schema-change event with DDL text is a DDL record (it has a ``payload`` like a change event, but no
+    ``op``)."""
     server_key = json.dumps({"databaseName": "testDB"})
     lines = [
         kcat(0, server_key, json.dumps(SQLSERVER_SCHEMA_CHANGE), topic="server1"),
@@ -453,11 +456,23 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
              topic="__debezium-heartbeat.server1"),
         # Not a heartbeat: a change event without its op is still quarantined as one.
         kcat(2, None, json.dumps({**HEARTBEAT, "source": {"table": "customers"}}), topic="server1.testDB.dbo.x"),
+        # TiCDC's WATERMARK event (pingcap/tiflow pkg/sink/codec/debezium TestCheckPointEvent), and the empty record
+        # Flink CDC's deserializer ignores: no op, no image, no table.
+        kcat(0, None, json.dumps({"payload": {"source": {
+            "version": "2.4.0.Final", "connector": "TiCDC", "name": "test-cluster", "ts_ms": 0, "snapshot": "false",
+            "db": "", "table": "", "server_id": 0, "gtid": None, "file": "", "pos": 0, "row": 0, "thread": 0,
+            "query": None, "commit_ts": 3, "cluster_id": "test-cluster"},
+            "ts_ms": 1701326309000, "transaction": None},
+            "schema": {"type": "struct", "fields": [{"type": "string", "optional": False, "field": "databaseName"}],
+                       "optional": False, "name": "io.debezium.connector.mysql.SchemaChangeKey", "version": 1}}),
+             topic="ticdc"),
+        kcat(1, None, json.dumps({"schema": {}, "payload": {"source": {}, "ts_ms": 1}}), topic="flink"),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("metadata.kcat.jsonl", "\n".join(lines) + "\n")],
                                keys=KeySpec.parse(["dbo.customers=id"]))
 
-    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 2}
+    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 2,
+                                    NO_CHANGE_SKIP: 2}
     (broken,) = quarantined(spark, batch)
     assert (broken.line, broken.reason) == (9, "unrecognized message: no debezium fields (not a Debezium/dtle event, "
                                                 "canal/DRS flat message, DRS MongoDB record or CKafka Format I row)")

@@ -128,6 +128,13 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
          F.concat(F.lit("DDL message (type "), F.coalesce(kind, F.lit("?")), F.lit(") without sql")), "quarantine"),
         (_is_ddl(j), F.lit("ddl"), "ddl"),
         (kind == "TIDB_WATERMARK", F.lit("TiCDC watermark event (type TIDB_WATERMARK, not a row change)"), "skip"),
+        # TiCDC's large-message handling: the values are not in the message (`large-message-handle-option`).
+        (F.lower(F.trim(j["_tidb"]["onlyHandleKey"])) == "true",
+         F.lit("TiCDC handle-key-only message (_tidb.onlyHandleKey): it carries the key columns only, the row's "
+               "values must be read from TiDB"), "quarantine"),
+        (F.trim(j["_tidb"]["claimCheckLocation"]) != "",
+         F.concat(F.lit("TiCDC claim-check message: the row is stored outside the message, at "),
+                  F.substring(F.trim(j["_tidb"]["claimCheckLocation"]), 1, 200)), "quarantine"),
         (kind.isNull(), F.lit("missing field type"), "quarantine"),
         (cols["op"].isNull(),
          F.concat(F.lit("unknown type '"), kind, F.lit("' (expected INSERT, UPDATE, DELETE, INIT or a DDL type)")),

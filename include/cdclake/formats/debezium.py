@@ -220,8 +220,9 @@ def _no_position_reason(src: Column) -> Column:
     return F.concat(
         F.lit("no source position: payload.source"),
         F.when(connector != "", F.concat(F.lit(" (connector "), connector, F.lit(")"))).otherwise(F.lit("")),
-        F.lit(" has no lsn, commit_lsn/change_lsn, scn, commit_ts, or file (ending in a number) + pos; cdclake "
-              "orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiCDC connectors"),
+        F.lit(" has no readable lsn, commit_lsn/change_lsn, scn, commit_ts, or file (ending in a number) + pos; "
+              "cdclake orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiCDC "
+              "connectors"),
         unreadable,
     )
 
@@ -256,6 +257,8 @@ def _ddl_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]
 NO_DDL_TEXT_SKIP = "schema change event without DDL text (tableChanges only): columns come from the change events"
 TRANSACTION_SKIP = "transaction metadata (status BEGIN/END)"
 HEARTBEAT_SKIP = "heartbeat (ts_ms only)"
+NO_CHANGE_SKIP = ("event without op, row image or table (a TiCDC WATERMARK event, or an empty record): no change "
+                  "to apply")
 
 
 def _ddl_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
@@ -310,6 +313,16 @@ def _is_heartbeat(j: Column) -> Column:
     return enveloped | F.coalesce(bare, F.lit(False))
 
 
+def _is_no_change(j: Column) -> Column:
+    """A Debezium-shaped event that changes nothing: no ``op``, no row image, no table and no DDL. TiCDC sends
+    one (``enable-tidb-extension``) as its WATERMARK event, with ``source.commit_ts``; Flink CDC's deserializer
+    ignores ``{"payload": {"source": {}, "ts_ms": 1}}``."""
+    source = _either(j, "source")
+    return ((j["payload"].isNotNull() | source.isNotNull()) & _either(j, "op").isNull()
+            & _either(j, "before").isNull() & _either(j, "after").isNull()
+            & (F.trim(F.coalesce(source["table"], F.lit(""))) == "") & ~_is_ddl(j))
+
+
 def _is_transaction(j: Column) -> Column:
     """A message of Debezium's transaction-metadata topic (``provide.transaction.metadata``): BEGIN or END of a
     transaction, with its ``id``; no change."""
@@ -327,17 +340,20 @@ DDL_SHAPE = Shape(
 )
 METADATA_SHAPE = Shape(
     name="debezium_meta",
-    detect=lambda j: _is_transaction(j) | _is_heartbeat(j),
+    detect=lambda j: _is_transaction(j) | _is_heartbeat(j) | _is_no_change(j),
     columns=lambda j, row, row_index: {},
     rules=lambda j, row, cols: [(_is_transaction(j), F.lit(TRANSACTION_SKIP), "skip"),
-                                (F.lit(True), F.lit(HEARTBEAT_SKIP), "skip")],
+                                (_is_heartbeat(j), F.lit(HEARTBEAT_SKIP), "skip"),
+                                (F.lit(True), F.lit(NO_CHANGE_SKIP), "skip")],
 )
 CHANGE_SHAPE = Shape(
     name="debezium",
-    # Exclusive of the others: an enveloped schema-change, transaction or heartbeat message also has a `payload`.
-    detect=lambda j: ~_is_ddl(j) & ~_is_transaction(j) & ~_is_heartbeat(j) & (j["payload"].isNotNull() | (
-        j["coll"].isNull() & j["op"].isNotNull() & (j["source"].isNotNull() | j["after"].isNotNull()
-                                                    | j["before"].isNotNull()))),
+    # Exclusive of the others: an enveloped schema-change, transaction, heartbeat or no-change message also has a
+    # `payload`.
+    detect=lambda j: ~_is_ddl(j) & ~_is_transaction(j) & ~_is_heartbeat(j) & ~_is_no_change(j) & (
+        j["payload"].isNotNull()
+        | (j["coll"].isNull() & j["op"].isNotNull()
+           & (j["source"].isNotNull() | j["after"].isNotNull() | j["before"].isNotNull()))),
     columns=_change_columns,
     rules=_change_rules,
     prepare=lambda j: {"_b": _body(j)},

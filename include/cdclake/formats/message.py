@@ -86,7 +86,7 @@ MESSAGE_SCHEMA = StructType([
     StructField("data", _ROWS),
     StructField("old", _ROWS),
     # TiCDC's canal-json with its TiDB extension (`enable-tidb-extension=true`)
-    StructField("_tidb", StructType(_strings("commitTs", "watermarkTs"))),
+    StructField("_tidb", StructType(_strings("commitTs", "watermarkTs", "onlyHandleKey", "claimCheckLocation"))),
     # Huawei DRS MongoDB
     *_strings("db", "coll", "value", "where", "recordType", "extra", "clusterTime"),
     # Tencent CKafka Official Format I
