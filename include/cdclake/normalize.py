@@ -522,10 +522,7 @@ def _decoded_by_schema(columns: list[ColumnType], by_schema: dict[int, list[Colu
             for schema_hash, own in options:
                 decoded = own.convert(text)
                 if own.data_type != into:
-                    # Exactly or not at all (null: a failed cast, quarantined); types Spark cannot cast between
-                    # (a date into a bigint) never convert.
-                    decoded = (F.when(decoded.cast(into).cast(own.data_type) == decoded, decoded.cast(into))
-                               if _castable(own.data_type, into) else F.lit(None).cast(into))
+                    decoded = _exact_cast(decoded, own.data_type, into)
                 value = F.when(row_hash == F.lit(schema_hash), decoded).otherwise(value)
             return value
 
@@ -537,10 +534,14 @@ _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, D
 _DATETIME = (DateType, TimestampType, TimestampNTZType)
 
 
-def _castable(source: DataType, target: DataType) -> bool:
-    """Whether Spark casts ``source`` values to ``target`` (and back, to check nothing was lost)."""
-    return (isinstance(target, StringType) or (isinstance(source, _NUMERIC) and isinstance(target, _NUMERIC))
-            or (isinstance(source, _DATETIME) and isinstance(target, _DATETIME)))
+def _exact_cast(value: Column, source: DataType, target: DataType) -> Column:
+    """``value`` (of type ``source``) as ``target`` if nothing is lost (it casts back to itself), else null: a failed
+    cast, whose change is quarantined. Types Spark cannot cast between (a date into a bigint) never convert."""
+    castable = (isinstance(target, StringType) or (isinstance(source, _NUMERIC) and isinstance(target, _NUMERIC))
+                or (isinstance(source, _DATETIME) and isinstance(target, _DATETIME)))
+    if not castable:
+        return F.lit(None).cast(target)
+    return F.when(value.cast(target).cast(source) == value, value.cast(target))
 
 
 def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnType:
@@ -551,9 +552,9 @@ def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnTy
     if target is None:
         return column
 
-    def convert(text: Column, arrived: Converter = column.convert, into: DecimalType = target) -> Column:
-        value = arrived(text)
-        return F.when(value.cast(into) == value, value.cast(into))
+    def convert(text: Column, arrived: Converter = column.convert, source: DataType = column.data_type,
+                into: DecimalType = target) -> Column:
+        return _exact_cast(arrived(text), source, into)
 
     return replace(column, data_type=target, convert=convert)
 
