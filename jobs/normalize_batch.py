@@ -23,6 +23,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "stream carries none (repeatable)")
     parser.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
                         help="what DDL in the stream does to lake tables (default evolve; repeatable)")
+    parser.add_argument("--time-zone", metavar="ZONE",
+                        help="zone of timestamp texts without an offset, e.g. Asia/Shanghai (default UTC)")
     return parser.parse_args(argv)
 
 
@@ -42,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return pipeline.normalize_batch(spark, settings, source=args.source, batch_id=args.batch_id,
                                             fmt=args.fmt, keys=keys,
-                                            ddl_policies=DdlPolicies.parse(args.ddl_policy)).to_dict()
+                                            ddl_policies=DdlPolicies.parse(args.ddl_policy),
+                                            time_zone=args.time_zone).to_dict()
         finally:
             spark.stop()
 

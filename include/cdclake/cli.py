@@ -1,11 +1,13 @@
 """The ``cdclake`` command line: a stable contract other tooling drives.
 
     cdclake apply --format FORMAT --input PATH [PATH ...] --lake DIR [--key [TABLE=]COL[,COL...]] [--source NAME]
+                  [--time-zone ZONE]
     cdclake apply --format FORMAT --kafka BOOTSTRAP --topics T1[,T2...] --lake DIR [--max-records N] [...]
     cdclake tables --lake DIR
     cdclake dump --lake DIR --table NAME [--all]
     cdclake quarantine list --lake DIR [--source NAME] [--batch ID] [--reason TEXT]
     cdclake quarantine replay --lake DIR [--source NAME] [--reason TEXT] [--format FORMAT] [--key ...]
+                              [--time-zone ZONE]
     cdclake dq results --lake DIR [--table NAME] [--run ID]
     cdclake dq held --lake DIR [--source NAME]
     cdclake dq release --lake DIR --source NAME --batch ID --table NAME   # validates again; exit 1: held again
@@ -66,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
                        help="what DDL in the stream does to lake tables (default evolve; repeatable per table); "
                             "a table stopped by `fail` makes the exit code 3")
+    apply.add_argument("--time-zone", metavar="ZONE",
+                       help="zone of timestamp texts without an offset (canal/TiCDC MySQL TIMESTAMP, CKafka TIME): "
+                            "the source server's, e.g. Asia/Shanghai or +08:00 (default UTC)")
     apply.add_argument("--source", default="default", help="source name: batches are numbered per source")
     apply.add_argument("--framing", default="auto", choices=FRAMINGS, help="input framing (default: detect)")
     apply.add_argument("--validate", action="store_true", help="also run the data-quality suites")
@@ -94,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="primary key for tables whose messages carry none (repeatable)")
     replay.add_argument("--ddl-policy", action="append", default=[], metavar="[TABLE=]evolve|ignore|fail",
                         help="DDL policy for the replayed messages (e.g. after a `fail` stop)")
+    replay.add_argument("--time-zone", metavar="ZONE",
+                        help="zone of timestamp texts without an offset, as for apply (default UTC)")
 
     dq = sub.add_parser("dq", help="data-quality results, and batches held back by the quarantine policy")
     dqsub = dq.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -116,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _apply(args: argparse.Namespace) -> int:
     from cdclake import pipeline
+    from cdclake.config import check_time_zone
     from cdclake.keys import KeySpec
     from cdclake.schema_changes import DdlPolicies
     from cdclake.settings import LakeSettings
@@ -123,6 +131,8 @@ def _apply(args: argparse.Namespace) -> int:
 
     keys = KeySpec.parse(args.key)
     policies = DdlPolicies.parse(args.ddl_policy)
+    if args.time_zone:
+        check_time_zone(args.time_zone)  # before landing: a bad flag must not leave a landed, unapplied batch
     settings = LakeSettings.from_env(args.lake)
     if args.kafka:
         from cdclake.kafka import KafkaSource
@@ -149,7 +159,8 @@ def _apply(args: argparse.Namespace) -> int:
         return 0
     spark = get_spark(settings)
     normalized = pipeline.normalize_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
-                                          fmt=args.format, keys=keys, ddl_policies=policies)
+                                          fmt=args.format, keys=keys, ddl_policies=policies,
+                                          time_zone=args.time_zone)
     applied = pipeline.apply_batch(spark, settings, source=args.source, batch_id=landed.batch_id)
     out = {
         "batch_id": landed.batch_id,
@@ -157,7 +168,7 @@ def _apply(args: argparse.Namespace) -> int:
         "new_batch": landed.created,
         "messages": landed.message_count,
         "tables": {
-            tid: {"inserted": c.inserted, "updated": c.updated, "deleted": c.deleted,
+            tid: {"inserted": c.inserted, "updated": c.updated, "deleted": c.deleted, "truncated": c.truncated,
                   "skipped_stale": c.skipped_stale, "rows": c.rows_after}
             for tid, c in applied.tables.items()
         },
@@ -220,7 +231,7 @@ def _quarantine(args: argparse.Namespace) -> int:
 
     results = replay_quarantine(get_spark(settings), settings, source=args.source, reason=args.reason,
                                 fmt=args.format, keys=KeySpec.parse(args.key),
-                                ddl_policies=DdlPolicies.parse(args.ddl_policy))
+                                ddl_policies=DdlPolicies.parse(args.ddl_policy), time_zone=args.time_zone)
     print(json.dumps({"replayed": sum(r.replayed for r in results), "batches": [r.to_dict() for r in results]}))
     return 0
 

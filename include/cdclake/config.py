@@ -7,6 +7,7 @@ optional)::
     name: shop                       # = the file name (shop.yaml); lake batches and DAG ids are per source
     format: debezium                 # debezium | dtle | canal | drs | ckafka | auto
     inbox: inbox/shop                # directory or s3:// prefix; relative paths are under the lake root
+    time_zone: Asia/Shanghai         # zone of timestamp texts without an offset (canal/TiCDC TIMESTAMP, CKafka TIME)
     schedule: "*/15 * * * *"         # cron, a preset such as "@hourly", or null for manual runs only
     kafka:                           # optional; when given, the ingestion DAG lands from these topics
       bootstrap: kafka:9092
@@ -37,6 +38,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import zoneinfo
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping
@@ -82,6 +84,26 @@ def parse_duration(value: Any) -> timedelta:
     if not match:
         raise ValueError(f"expected a duration such as 30s, 15m, 2h or 7d, got {value!r}")
     return timedelta(**{_UNITS[match["unit"]]: int(match["n"])})
+
+
+_ZONE_OFFSET = re.compile(r"^[+-](?:0\d|1[0-8]):[0-5]\d$")
+
+
+def check_time_zone(zone: str) -> str:
+    """A source time zone as given (an IANA name such as ``Asia/Shanghai``, ``UTC``, or an offset ``+08:00``).
+
+    Raises:
+        ConfigError: Neither.
+    """
+    name = zone.strip()
+    if _ZONE_OFFSET.match(name):
+        return name
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        raise ConfigError(f"time zone {zone!r}: expected an IANA name such as Asia/Shanghai or UTC, or an offset "
+                          "such as +08:00") from None
+    return name
 
 
 class _Model(BaseModel):
@@ -334,6 +356,8 @@ class SourceConfig(_Model):
         retry_delay: Delay between retries.
         kafka: Kafka coordinates; when given, the ingestion DAG lands from these topics instead of the inbox.
         tables: Table selection.
+        time_zone: The source server's time zone (IANA name or ``+08:00``), in which timestamp texts without an
+            offset are read: canal's and TiCDC's MySQL ``TIMESTAMP``, CKafka's ``TIME`` (default UTC).
         defaults: Options of every table.
         overrides: Per-table options over the defaults, by ``namespace.table`` or glob (first match wins).
         path: The file the config came from (not part of the YAML).
@@ -349,6 +373,7 @@ class SourceConfig(_Model):
     retry_delay: Annotated[timedelta, Field(default=timedelta(seconds=30))]
     kafka: KafkaConfig | None = None
     tables: TableSelection = Field(default_factory=TableSelection)
+    time_zone: str = "UTC"
     defaults: TableOptions = Field(default_factory=TableOptions)
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     path: Path | None = Field(default=None, exclude=True)
@@ -381,6 +406,14 @@ class SourceConfig(_Model):
         if value not in FORMATS:
             raise ValueError(f"unknown format {value!r}; expected one of {', '.join(FORMATS)}")
         return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _time_zone(cls, value: str) -> str:
+        try:
+            return check_time_zone(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("schedule")
     @classmethod

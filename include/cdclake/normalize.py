@@ -54,10 +54,10 @@ from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, Converter, cast_converter, variable_scale_decimal
-from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime
+from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time_zone
 from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl_history import History
-from cdclake.schema_changes import DdlPolicies, Outcome, TableDefinition, interpret
+from cdclake.schema_changes import SKIP_CREATE, DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths, list_batches, read_manifest
 from cdclake.records import position
@@ -431,7 +431,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
         exists = table_exists(spark, tid)
         declared = ddl.get(tid, TableDefinition())
-        if not exists and tid not in ddl and variants and not sum(v["changes"] for v in variants):
+        # A table the lake does not have, with no row changes and no DDL columns to create it from: its truncates
+        # have nothing to remove.
+        if not exists and not declared.columns and variants and not sum(v["changes"] for v in variants):
             idle[tid] = _NOTHING_TO_TRUNCATE
             continue
         spellings: dict[str, str] = {}
@@ -482,8 +484,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
         if not key:
             problems[tid] = (
-                f"table {tid} has no primary key: the messages carry no key; declare one with "
-                f"--key {tid}=COL[,COL...] (or `keys:` in the source config)"
+                f"table {tid} has no primary key: no message key, pkNames or CREATE TABLE names one; declare one "
+                f"with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
             )
             continue
         names = {c.name for c in columns}
@@ -756,7 +758,8 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
 
 
 def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str, fmt: str,
-                    keys: KeySpec | None = None, ddl_policies: DdlPolicies | None = None) -> "NormalizeResult":
+                    keys: KeySpec | None = None, ddl_policies: DdlPolicies | None = None,
+                    time_zone: str | None = None) -> "NormalizeResult":
     """Normalize one landed batch (idempotent: re-running replaces the batch's staging and quarantine rows).
 
     Args:
@@ -767,10 +770,19 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         fmt: Format name (see :mod:`cdclake.formats`).
         keys: Declared primary keys for streams without keys.
         ddl_policies: Each table's DDL policy (default ``evolve``; see :mod:`cdclake.schema_changes`).
+        time_zone: The zone of timestamp texts without an offset (canal's MySQL ``TIMESTAMP``, CKafka's ``TIME``;
+            :func:`cdclake.formats.sqltypes.source_time_zone`); None: UTC.
 
     Returns:
         Staged records per table, quarantined count, skipped counts by reason, tables a DDL policy stopped.
     """
+    with source_time_zone(time_zone):
+        return _normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys,
+                                ddl_policies=ddl_policies)
+
+
+def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str, fmt: str,
+                     keys: KeySpec | None, ddl_policies: DdlPolicies | None) -> "NormalizeResult":
     from cdclake.pipeline import NormalizeResult
 
     normalizer = get_normalizer(fmt)
@@ -818,8 +830,11 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
+            # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the
+            # table's rows, so a replay after the fix (e.g. a declared key) creates the table.
+            held_ddl = (F.col("status") == "skip") & (F.col("reason") == SKIP_CREATE)
             rejected.append(_restore_raw_text(  # one row per message, not per row of a multi-row message
-                raw, parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*problems))
+                raw, parsed.where(((F.col("status") == "ok") | held_ddl) & F.col("table_id").isin(*problems))
                 .dropDuplicates(["input", "index"]).withColumn("reason", reason)))
         staged: dict[str, int] = {}
         # Typing fuses every column's decoders (both images, the key, the failure checks) into one stage, whose
@@ -838,7 +853,7 @@ def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str,
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
         for (status, reason, tid), n in counts.items():
-            if status == "skip":
+            if status == "skip" and not (reason == SKIP_CREATE and tid in problems):
                 skipped[reason] += n
             elif status == "ok" and tid in idle:
                 skipped[idle[tid]] += n

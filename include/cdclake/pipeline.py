@@ -227,11 +227,13 @@ def is_applied(settings: "LakeSettings", source: str, batch_id: str) -> bool:
 
 
 def normalize_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str, fmt: str,
-                    keys: "KeySpec | None" = None, ddl_policies: "DdlPolicies | None" = None) -> NormalizeResult:
+                    keys: "KeySpec | None" = None, ddl_policies: "DdlPolicies | None" = None,
+                    time_zone: str | None = None) -> NormalizeResult:
     """Normalize a landed batch into staged canonical records (see :mod:`cdclake.normalize`)."""
     from cdclake.normalize import normalize_batch as run
 
-    return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys, ddl_policies=ddl_policies)
+    return run(spark, settings, source=source, batch_id=batch_id, fmt=fmt, keys=keys, ddl_policies=ddl_policies,
+               time_zone=time_zone)
 
 
 def apply_batch(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
@@ -452,7 +454,8 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
                       reason: str | None = None, fmt: str | None = None,
                       keys: "KeySpec | None" = None,
                       ddl_policies: "DdlPolicies | None" = None,
-                      options_for: "Callable[[str], ApplyOptions] | None" = None) -> list[ReplayResult]:
+                      options_for: "Callable[[str], ApplyOptions] | None" = None,
+                      time_zone: str | None = None) -> list[ReplayResult]:
     """Re-run quarantined messages through the current code (a fixed parser, a declared key, ...).
 
     The selected messages of each (source, format) are landed as a new batch of that source (``kcat -J`` framing,
@@ -469,6 +472,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
         keys: Declared primary keys.
         ddl_policies: Each table's DDL policy (after a ``fail`` stop, the policy that now applies).
         options_for: Each table's apply options (a source config's); default: cdclake's defaults.
+        time_zone: The source's time zone for timestamp texts without an offset (see :func:`normalize_batch`).
     """
     import datetime as dt
 
@@ -501,7 +505,7 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
         batch_id, _, _, _ = land_files(settings, source=src, framing="kcat",
                                        files=[InputFile(uri, ("\n".join(lines) + "\n").encode("utf-8"))])
         normalized = run_normalize(spark, settings, source=src, batch_id=batch_id, fmt=group_fmt, keys=keys,
-                                   ddl_policies=ddl_policies)
+                                   ddl_policies=ddl_policies, time_zone=time_zone)
         applied = apply_batch(spark, settings, source=src, batch_id=batch_id, options=None if options_for is None else
                               {t: options_for(t) for t in staged_table_ids(settings, src, batch_id)})
         in_batches = ", ".join(f"'{sql_literal(b)}'" for b in batches)

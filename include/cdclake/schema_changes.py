@@ -58,7 +58,11 @@ _SESSION_STATEMENT = re.compile(
 """Statements schema-change topics carry that do not define tables (Debezium's MySQL history has ``SET ...``)."""
 
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
-SKIP_ALTER = "DDL ALTER TABLE: column types learned (columns are added as rows carry them)"
+SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
+              "at once when the batch has no rows of the table)")
+SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing learned but a key it names"
+SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
+
 
 
 POLICIES = ("evolve", "ignore", "fail")
@@ -224,7 +228,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
 
         session = _SESSION_STATEMENT.match(sql)
         if session:
-            done("skip", f"DDL {session.group(1).upper()}: no effect on tables")
+            done("skip", f"{session.group(1).upper()} statement: no effect on tables")
             continue
         try:
             events = parse_ddl(sql, dialect)
@@ -246,7 +250,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 definition.created = True
                 if policies.for_table(tid) == "evolve":  # takes back a renamed-away name (ddl_history)
                     outcome.changes.append(LakeChange("create_table", tid, tid, "", event.sql, str(where)))
-                results.append(("skip", SKIP_CREATE, {"table_id": tid}))
+                # TiCDC's Debezium protocol writes `CREATE TABLE t` with the columns only in tableChanges.
+                results.append(("skip", SKIP_CREATE if event.columns else SKIP_CREATE_NO_COLUMNS, {"table_id": tid}))
                 continue
             if event.kind not in ("alter_table", "truncate", "drop_table", "rename_table") or not tid:
                 results.append(("skip", f"DDL {event.kind.replace('_', ' ')}: no effect on tables", {}))
@@ -302,7 +307,7 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
         if moved is not None:
             outcome.tables[new_tid] = moved
     if event.kind == "rename_table":
-        return "skip", "DDL RENAME TABLE: lake table renamed", {"table_id": tid}
+        return "skip", SKIP_RENAME, {"table_id": tid}
     if event.renamed or event.dropped or event.new_table:
         return "skip", "DDL ALTER TABLE: applied to the lake table (renamed/dropped columns or table)", {
             "table_id": tid}

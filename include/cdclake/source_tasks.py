@@ -287,11 +287,13 @@ def normalize_batch(source: str, landed: Mapping[str, Any]) -> list[dict[str, An
                 result = pipeline.NormalizeResult.from_dict(run_job(
                     "normalize_batch", ["--source", source, "--batch-id", batch_id, "--format", config.format,
                                         *(f"--key={k}" for k in keys.to_list()),
-                                        *(f"--ddl-policy={p}" for p in policies.to_list())],
+                                        *(f"--ddl-policy={p}" for p in policies.to_list()),
+                                        f"--time-zone={config.time_zone}"],
                     settings, conn_id=conn_id))
             else:
                 result = pipeline.normalize_batch(_spark(settings), settings, source=source, batch_id=batch_id,
-                                                  fmt=config.format, keys=keys, ddl_policies=policies)
+                                                  fmt=config.format, keys=keys, ddl_policies=policies,
+                                                  time_zone=config.time_zone)
             log.info("normalized batch %s: tables %s, quarantined %d, skipped %s", batch_id,
                      result.tables or "none", result.quarantined, result.skipped or "none")
             for tid, why in result.ddl_stopped.items():
@@ -564,7 +566,7 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
             raise SourceConfigError(f"param ddl_policy={override!r}: {exc}") from exc
         results = pipeline.replay_quarantine(_spark(settings), settings, source=source,
                                              reason=str(params.get("reason") or "") or None, keys=keys,
-                                             ddl_policies=policies,
+                                             ddl_policies=policies, time_zone=config.time_zone,
                                              options_for=lambda t: config.table_options(t).apply_options())
         log.info("quarantine-replay of %s: %d group(s) replayed", source, len(results))
         return {"mode": mode, "source": source, "replays": [r.to_dict() for r in results]}
@@ -579,7 +581,7 @@ def replay(params: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for batch_id in batches:
         pipeline.normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=config.format, keys=keys,
-                                 ddl_policies=config.ddl_policies())
+                                 ddl_policies=config.ddl_policies(), time_zone=config.time_zone)
         staged = pipeline.staged_table_ids(settings, source, batch_id)
         tables = [t for t in staged if config.applies_to(t)
                   and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))]

@@ -86,6 +86,7 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
         (["apply", "--format", "debezium", "--input", "/does/not/exist", "--lake", "LAKE"], "no such file"),
         (["dump", "--lake", "LAKE", "--table", "public.missing"], "no table"),
         (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "t="], "at least one column"),
+        (["apply", "--format", "canal", "--input", "x", "--lake", "y", "--time-zone", "CST"], "expected an IANA name"),
         ([], "required"),
     ],
 )

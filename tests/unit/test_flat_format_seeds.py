@@ -23,6 +23,7 @@ import pytest
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
+from cdclake.schema_changes import SKIP_ALTER, SKIP_CREATE, SKIP_RENAME
 from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -45,7 +46,7 @@ def source(request: pytest.FixtureRequest) -> str:
 
 
 def run(spark, settings, source: str, names: list[str], fmt: str, keys: list[str] | None = None,
-        replace: dict[str, tuple[str, str]] | None = None):
+        replace: dict[str, tuple[str, str]] | None = None, time_zone: str | None = None):
     files = []
     for i, name in enumerate(names):
         doc = text(name)
@@ -55,7 +56,7 @@ def run(spark, settings, source: str, names: list[str], fmt: str, keys: list[str
     batch_id, created, _, _ = land_files(settings, source=source, files=files)
     assert created
     result = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt,
-                             keys=KeySpec.parse(keys or []))
+                             keys=KeySpec.parse(keys or []), time_zone=time_zone)
     return batch_id, result
 
 
@@ -215,10 +216,10 @@ def test_ckafka_create_table_gives_key_and_types(spark, session_lake, source):
     assert result.skipped == {
         "DDL create database: no effect on tables": 1,
         "DDL drop database: no effect on tables": 1,
-        "DDL CREATE TABLE: key and column types learned": 1,
-        "DDL ALTER TABLE: column types learned (columns are added as rows carry them)": 1,
+        SKIP_CREATE: 1,
+        SKIP_ALTER: 1,
         # Under the default `evolve` DDL policy (tests/e2e/test_ddl_policies.py covers the policies):
-        "DDL RENAME TABLE: lake table renamed": 1,
+        SKIP_RENAME: 1,
         "TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position is kept, so "
         "older changes that arrive later stay out)": 1,
     }
@@ -784,3 +785,91 @@ def test_a_table_that_fails_to_apply_does_not_stop_the_others(spark, session_lak
     result = apply_batch(spark, session_lake, source=source, batch_id=batch_id)  # the re-run, without the bad spec
     assert (result.tables[f"{db}.a_bad"].inserted, result.tables[f"{db}.b_good"].inserted) == (2, 0)
     assert is_applied(session_lake, source, batch_id)
+
+
+def test_a_create_table_without_a_key_is_quarantined_and_a_replay_with_the_key_creates_the_table(
+        spark, session_lake, source):
+    # apache/flink-cdc CanalJsonDeserializationSchemaTest's `CREATE TABLE test_table (id INT)`: no primary key, no
+    # rows. It was counted as "key and column types learned" although no table could be made from it.
+    from cdclake.catalog import table_exists
+    from cdclake.pipeline import replay_quarantine
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    create = {"data": None, "database": "mydb", "es": 1700000000000, "id": 7, "isDdl": True, "mysqlType": None,
+              "old": None, "pkNames": None, "sql": f"CREATE TABLE {table} (id INT, name VARCHAR(20))",
+              "sqlType": None, "table": table, "ts": 1700000000001, "type": "CREATE"}
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/ddl.jsonl", (json.dumps(create) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined, result.skipped) == ({}, 1, {})
+    (row,) = quarantined(spark, source)
+    assert row.reason.startswith(f"table mydb.{table} has no primary key: no message key, pkNames or CREATE TABLE")
+
+    (replayed,) = replay_quarantine(spark, session_lake, source=source, keys=KeySpec.parse([f"mydb.{table}=id"]))
+    assert (replayed.normalized.tables, replayed.normalized.quarantined) == ({f"mydb.{table}": 0}, 0)
+    assert table_exists(spark, f"mydb.{table}")
+    assert list(quarantined(spark, source)) == []
+
+
+@pytest.mark.parametrize("message, reason", [
+    # SeaTunnel's CanalJsonSerDeSchemaTest serializer output: `data` is one object, not canal's array of rows.
+    ({"data": {"id": 1}, "type": "INSERT"}, "message value is JSON but field data is not an array: {\"id\":1}"),
+    ({"payload": {"op": "c", "source": "mysql"}}, "message value is JSON but field payload.source is not an object: "
+                                                 "mysql"),
+    ({"type": "INSERT"}, "unrecognized message: not a message --format auto reads (a Debezium/dtle event, canal/DRS "
+                         "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: type"),
+], ids=["data object", "source string", "type only"])
+def test_reasons_name_the_field_that_does_not_fit(spark, session_lake, source, message, reason):
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/bad.jsonl", (json.dumps(message) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="auto")
+    assert result.quarantined == 1
+    assert [r.reason for r in quarantined(spark, source)] == [reason]
+
+
+def test_timestamp_texts_without_an_offset_are_read_in_the_sources_time_zone(spark, session_lake, source):
+    # canal and TiCDC write a MySQL TIMESTAMP as text in their server's zone (pingcap/ticdc's consistency-checker
+    # data: es 14:58:40.951Z, the row's timestamp "22:58:40.992217", UTC+8); CKafka's seed TIME 19700101080000 is
+    # the epoch in UTC+8. A DATETIME is wall-clock time and stays as written.
+    from pyspark.sql import functions as F
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    row = {"id": "1", "ts": "2026-02-05 22:58:40.992217", "dt": "2026-02-05 22:58:40", "tz": "2026-02-05 22:58:40Z"}
+    message = {"id": 3, "database": "tidb_test", "table": table, "pkNames": ["id"], "isDdl": False, "type": "INSERT",
+               "es": 1770303520951, "ts": 1770303520999, "sql": "", "sqlType": {"id": 4, "ts": 93, "dt": 93, "tz": 93},
+               "mysqlType": {"id": "int", "ts": "timestamp", "dt": "datetime", "tz": "timestamp"},
+               "data": [row], "old": None}
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/tz.jsonl", (json.dumps(message) + "\n").encode("utf-8"))])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal",
+                             time_zone="Asia/Shanghai")
+    assert (result.tables, result.quarantined) == ({f"tidb_test.{table}": 1}, 0)
+    staged_row = read_staged(spark, staging_dir(session_lake, source, batch_id) / f"tidb_test.{table}").select(
+        F.unix_micros("after.ts").alias("ts"), F.col("after.dt").cast("string").alias("dt"),
+        F.unix_micros("after.tz").alias("tz")).first()
+    utc = dt.datetime(2026, 2, 5, 14, 58, 40, 992217, tzinfo=dt.timezone.utc)
+    assert staged_row.ts == int(utc.timestamp()) * 1_000_000 + utc.microsecond
+    assert staged_row.dt == "2026-02-05 22:58:40"
+    assert staged_row.tz == int(dt.datetime(2026, 2, 5, 22, 58, 40, tzinfo=dt.timezone.utc).timestamp()) * 1_000_000
+
+    batch_id, _ = run(spark, session_lake, source, ["ckafka/dml_insert.json"], "ckafka",
+                      keys=["inventory.customers=id"], time_zone="+08:00")
+    times = read_staged(spark, staging_dir(session_lake, source, batch_id) / "inventory.customers").select(
+        F.unix_millis("source_ts").alias("ms")).collect()
+    assert [t.ms for t in times] == [0]
+
+
+@pytest.mark.parametrize("zone", ["Asia/Shanghai", "UTC", "+08:00", "-05:30"])
+def test_a_time_zone_is_an_iana_name_or_an_offset(zone):
+    from cdclake.config import check_time_zone
+
+    assert check_time_zone(zone) == zone
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "+8", "CST-8 ", ""])
+def test_a_time_zone_that_is_neither_is_refused(zone):
+    from cdclake.config import check_time_zone
+    from cdclake.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="expected an IANA name"):
+        check_time_zone(zone)

@@ -10,7 +10,8 @@ values as strings, one row per message. Mapping:
   types from that ``CREATE TABLE`` or the existing table, else every column is a string.
 - source position: binlog file sequence number + ``BINLOG_POS`` (16 hex digits each); rows of one binlog event
   share it and keep their order in the file.
-- ``source_ts``: ``TIME`` (``yyyyMMddHHmmss``, read as UTC).
+- ``source_ts``: ``TIME`` (``yyyyMMddHHmmss``), in the source's time zone
+  (:func:`~cdclake.formats.sqltypes.source_time_zone`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyspark.sql import functions as F
 from cdclake.formats.common import null_string, table_id, unquote_json_text
 from cdclake.formats.debezium import binlog_position
 from cdclake.formats.message import Rule, Shape
+from cdclake.formats.sqltypes import in_source_zone
 
 _OPS = {"I": "c", "L": "c", "U": "u", "D": "d"}
 
@@ -32,7 +34,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
         "table_id": table_id(j["ck_database"], j["ck_table"]),
         "op": op,
         "source_pos": binlog_position(j["ck_binlog_name"], j["ck_binlog_pos"], F.lit("0")),
-        "source_ts": F.to_timestamp(F.trim(j["ck_time"]), "yyyyMMddHHmmss"),
+        "source_ts": in_source_zone(F.to_timestamp(F.trim(j["ck_time"]), "yyyyMMddHHmmss")),
         "snapshot": null_string(),
         "key_text": null_string(),
         "before_text": unquote_json_text(j["ck_old_values"]),

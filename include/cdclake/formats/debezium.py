@@ -10,7 +10,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   :mod:`cdclake.normalize` learns keys and columns from ``CREATE TABLE`` and applies ``TRUNCATE``. One without DDL
   text (SQL Server's: ``tableChanges`` only) is skipped with a counted reason, as are the BEGIN/END messages of
   Debezium's transaction-metadata topic and its heartbeats.
-- table: ``source.db`` / ``source.schema`` / ``source.table`` (:func:`cdclake.identity.table_id`).
+- table: ``source.schema`` (else ``source.db``; MySQL and MariaDB: ``source.db``) + ``source.table``
+  (:func:`cdclake.identity.table_id`).
 - source position, by what ``source`` carries:
   PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
   of ``source.sequence``), the order Debezium delivers changes in;
@@ -160,7 +161,10 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     snapshot_flag = F.lower(F.trim(src["snapshot"]))
     snapshot = F.when(snapshot_flag.isin(*SNAPSHOT_TRUE), snapshot_flag).when(raw_op == "r", F.lit("true"))
     op = F.when((raw_op == "c") & snapshot.isNotNull() & (snapshot != "incremental"), F.lit("r")).otherwise(raw_op)
-    namespace = F.coalesce(F.nullif(src["schema"], F.lit("")), F.nullif(src["db"], F.lit("")), F.lit("default"))
+    # MySQL and MariaDB name a table by database; a `schema` beside it (written by hand) is not a namespace.
+    by_database = F.coalesce(F.lower(src["connector"]).isin("mysql", "mariadb"), F.lit(False))
+    schema = F.when(~by_database, F.nullif(src["schema"], F.lit("")))
+    namespace = F.coalesce(schema, F.nullif(src["db"], F.lit("")), F.lit("default"))
     table = F.coalesce(src["table"], F.lit(""))
     key_text, key_schema = _key(j)
     return {

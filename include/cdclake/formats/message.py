@@ -136,8 +136,8 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     shape: Column = F.lit(None).cast("string")
     for s in reversed(detect_order):
         shape = F.when(s.detect(j), F.lit(s.name)).otherwise(shape)
-    df = raw.withColumn("_j", F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA)).withColumn(
-        "_shape", shape)
+    df = (raw.withColumn("_j", F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA))
+          .withColumn("_shape", shape))
     prepared: dict[str, dict[str, Column]] = {}
     for s in accepted:
         for name, expr in s.prepare(j).items():
@@ -178,12 +178,12 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
          F.lit("message value is not valid JSON"), "quarantine"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & ~F.trim(F.col("value")).startswith("{"),
          F.lit("message value is not a JSON object"), "quarantine"),
-        (F.col(f"_j.{CORRUPT}").isNotNull(),
-         F.lit("message value is JSON but a field has an unexpected type (e.g. payload/source must be objects, "
-               "data/old arrays of objects)"), "quarantine"),
+        (F.col(f"_j.{CORRUPT}").isNotNull(), _unexpected_type_reason(), "quarantine"),
         (F.col("_shape").isNull(),
-         F.lit(f"unrecognized message: no {fmt} fields (not a Debezium/dtle event, canal/DRS flat message, "
-               "DRS MongoDB record or CKafka Format I row)"), "quarantine"),
+         F.concat(F.lit(f"unrecognized message: not a message --format {fmt} reads (a Debezium/dtle event, canal/DRS "
+                        "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: "),
+                  F.coalesce(F.nullif(F.array_join(F.json_object_keys("value"), ", "), F.lit("")), F.lit("none"))),
+         "quarantine"),
         (~F.col("_shape").isin(*accepted_names), looks_like, "quarantine"),
     )
     final_status = F.when(st != "ok", st).otherwise(_combine(accepted, shape_status, F.lit("ok")))
@@ -195,6 +195,29 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
         final_status.alias("status"),
         final_reason.alias("reason"),
     )
+
+
+_STRUCTURED = (("payload", "{"), ("source", "{"), ("position", "{"), ("data", "["), ("old", "["), ("_tidb", "{"),
+               ("payload.source", "{"), ("payload.position", "{"))
+"""The fields :data:`MESSAGE_SCHEMA` reads as objects or arrays (every other field takes any JSON value), with the
+character their JSON text must start with; a message where one holds another JSON type fails the whole parse."""
+
+
+def _unexpected_type_reason() -> Column:
+    """The reason for a message whose parse failed on a field's JSON type: names the first field of
+    :data:`_STRUCTURED` that holds another type, and its value (a string field keeps any JSON value's text)."""
+    kinds = {"{": "an object", "[": "an array"}
+    top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p])))
+    payload = F.from_json(top["payload"], StructType(_strings("source", "position")))
+    reason: Column = F.lit("message value is JSON but a field has an unexpected type (payload, source and position "
+                           "must be objects, data and old arrays of row objects)")
+    for path, opener in reversed(_STRUCTURED):
+        head, _, inner = path.partition(".")
+        text = payload[inner] if inner else top[head]
+        reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), F.concat(
+            F.lit(f"message value is JSON but field {path} is not {kinds[opener]}: "), F.substring(text, 1, 80),
+        )).otherwise(reason)
+    return reason
 
 
 def _null_of(column: str) -> Column:

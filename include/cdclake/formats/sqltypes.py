@@ -32,8 +32,9 @@ Choices that go beyond "the obvious type":
   zero parts (``2021-00-00``) have no such meaning and are quarantined.
 - Timestamps with more than six fractional digits (Oracle ``TIMESTAMP(9)``, SQL Server ``datetime2(7)``) keep
   microseconds: Iceberg stores no more, and the extra digits are dropped (truncated, not rounded).
-- A timestamp *with* time zone whose text has no offset is read as UTC (canal writes MySQL ``TIMESTAMP`` values
-  without one); a plain number is epoch seconds (DRS writes MySQL ``TIMESTAMP`` as ``"1624614713.201"``).
+- A timestamp *with* time zone whose text has no offset is read in the source's time zone (:func:`source_time_zone`;
+  default UTC): canal and TiCDC write MySQL ``TIMESTAMP`` values without one, in their server's zone. A plain
+  number is epoch seconds (DRS writes MySQL ``TIMESTAMP`` as ``"1624614713.201"``).
 - JDBC codes are not consulted for ``postgres`` when type text is present: DRS's GaussDB/PostgreSQL messages
   carry codes that are *not* ``java.sql.Types`` (``16`` for ``timestamp without time zone``, ``2`` for
   ``smallint``, ``15`` for ``bytea``), and the spec maps every unlisted PostgreSQL type to text anyway.
@@ -42,8 +43,10 @@ Choices that go beyond "the obvious type":
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import Iterator, Literal
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -62,6 +65,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdclake.config import check_time_zone
 from cdclake.exceptions import ConfigError
 from cdclake.formats.connect import ColumnType, Converter
 
@@ -305,19 +309,42 @@ def epoch_seconds_to_timestamp(text: Column) -> Column:
     return F.timestamp_micros(micros.cast(LongType()))
 
 
+_SOURCE_ZONE: ContextVar[str] = ContextVar("cdclake_source_zone", default="UTC")
+@contextmanager
+def source_time_zone(zone: str | None) -> Iterator[None]:
+    """Within the block, timestamp texts without an offset (:func:`timestamp_from_text`) and CKafka's ``TIME`` are
+    read in ``zone`` (None: UTC): the zone of the source server that wrote them as text."""
+    token = _SOURCE_ZONE.set(check_time_zone(zone) if zone else "UTC")
+    try:
+        yield
+    finally:
+        _SOURCE_ZONE.reset(token)
+
+
+def in_source_zone(wall_clock: Column) -> Column:
+    """A timestamp read as UTC wall-clock time -> the instant that wall-clock time is in the source's zone."""
+    zone = _SOURCE_ZONE.get()
+    return wall_clock if zone == "UTC" else F.to_utc_timestamp(wall_clock, zone)
+
+
+def _zone_suffix() -> Column:
+    zone = _SOURCE_ZONE.get()
+    return F.lit("Z" if zone == "UTC" else f" {zone}")
+
+
 def timestamp_from_text(text: Column) -> Column:
     """A timestamp with time zone -> ``timestamp`` (an instant).
 
     An explicit zone (``+08``, ``-05:30``, ``Z``, ``UTC``, ``Asia/Shanghai``, also after a space) is honoured;
-    a text without one is UTC (not the Spark session's zone); a plain number is epoch seconds
-    (:func:`epoch_seconds_to_timestamp`). Null for MySQL's zero datetime.
+    a text without one is in the source's zone (:func:`source_time_zone`, default UTC; never the Spark session's);
+    a plain number is epoch seconds (:func:`epoch_seconds_to_timestamp`). Null for MySQL's zero datetime.
     """
     value = F.trim(text)
     zone = F.regexp_replace(value, _DATETIME, "")
-    return F.when(value.rlike(_FULL_DATETIME), F.concat(value, F.lit("Z")).cast(TimestampType())) \
+    return F.when(value.rlike(_FULL_DATETIME), F.concat(value, _zone_suffix()).cast(TimestampType())) \
         .when(is_zero_datetime(value), _null(TimestampType())) \
         .when(value.rlike(_EPOCH_SECONDS), epoch_seconds_to_timestamp(value)) \
-        .when(value.rlike(_DATETIME + "$"), F.concat(_datetime_text(value), F.lit("Z")).cast(TimestampType())) \
+        .when(value.rlike(_DATETIME + "$"), F.concat(_datetime_text(value), _zone_suffix()).cast(TimestampType())) \
         .when(value.rlike(_DATETIME + _ZONE), F.concat(_datetime_text(value), zone).cast(TimestampType())) \
         .otherwise(_null(TimestampType()))
 
