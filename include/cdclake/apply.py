@@ -50,7 +50,7 @@ import datetime as dt
 import json
 import logging
 import time
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -228,6 +228,20 @@ def document_field_value(field: StructField) -> Column:
 def _uncastable(field: StructField) -> Column:
     raw = F.get_json_object(F.col(docpatch.PATCH_COLUMN), f"$['{field.name}']")
     return F.count_if(raw.isNotNull() & document_field_value(field).isNull())
+
+
+def _fill_defaults(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, str]]) -> None:
+    """Stored rows written before an ``ADD COLUMN .. DEFAULT`` take the default (idempotent: rows filled already
+    are not null, so a re-run finds nothing to do and commits nothing)."""
+    name = spark_table_name(tid)
+    for fill in fills:
+        column, before = _q(fill["column"]), sql_literal(fill["before"])
+        condition = f"{column} IS NULL AND _cdc_position < '{before}'"
+        if spark.table(name).where(condition).limit(1).count():
+            spark.sql(f"UPDATE {name} SET {column} = CAST('{sql_literal(fill['value'])}' AS {fill['type']}) "
+                      f"WHERE {condition}")
+            log.info("table %s: rows written before position %s take %s's default %r", tid, fill["before"],
+                     fill["column"], fill["value"])
 
 
 def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[StructField]) -> None:
@@ -594,7 +608,7 @@ def _is_commit_conflict(exc: Exception) -> bool:
 
 def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
                 options: ApplyOptions = ApplyOptions(), source: str | None = None,
-                batch_id: str | None = None) -> TableCounts:
+                batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = ()) -> TableCounts:
     """Apply one table's canonical records of one batch; see the module docstring.
 
     Args:
@@ -605,6 +619,9 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
         options: Delete mode, write mode, partitioning, reconciliation, changelog.
         source: Source name (commit bookkeeping); default: the records' ``source``.
         batch_id: Batch id (commit bookkeeping); default: the records' ``batch_id``.
+        defaults: Columns an ``ALTER TABLE .. ADD .. DEFAULT`` of the batch added (``column``, ``value`` text,
+            ``type``, ``before``: the statement's position): rows written before it get the value where the column
+            is null, as the source filled its existing rows.
 
     Returns:
         What the batch did to the table.
@@ -668,6 +685,13 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                 log.warning("table %s: %d change(s) have a %s field that does not cast to %s: the column is null "
                             "there (the document keeps the value)", tid, bad[f.name], f.name,
                             f.dataType.simpleString())
+    fills = [d for d in defaults if d["column"] in types]
+    if fills:
+        with commit_properties(spark, props):
+            _fill_defaults(spark, tid, fills)
+        flat = flat.withColumns({d["column"]: F.when(
+            F.col(d["column"]).isNull() & (F.col("_cdc_position") < F.lit(d["before"])) & (F.col("_cdc_op") != "d"),
+            F.lit(d["value"]).cast(d["type"])).otherwise(F.col(d["column"])) for d in fills})
     flat = flat.withColumn("_key_json", F.to_json(F.struct(*key)))
 
     for attempt in range(1, COMMIT_ATTEMPTS + 1):

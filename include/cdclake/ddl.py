@@ -98,11 +98,15 @@ class DdlColumn:
             dropped as MySQL 8 does (``int(11) unsigned`` -> ``int unsigned``) except ``tinyint(1)``, the MySQL
             boolean, and ``zerofill`` columns. Empty when the statement gives no type.
         nullable: False when the definition says ``NOT NULL`` or makes the column part of the primary key.
+        default: A constant ``DEFAULT`` as the value's text (``0``, ``-1.50``, ``a'b``, ``true``);
+            :data:`DEFAULT_NOW` for the statement's time (``CURRENT_TIMESTAMP``, ``NOW()``, ``GETDATE()``); None for
+            no default, ``NULL``, or an expression.
     """
 
     name: str
     type_text: str
     nullable: bool = True
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -445,7 +449,28 @@ def _column(column: exp.ColumnDef, src: _Source, dialect: str) -> DdlColumn:
         or isinstance(kind, exp.PrimaryKeyColumnConstraint)
         for kind in kinds
     )
-    return DdlColumn(column.name, _type_text(column.this, column.args.get("kind"), src, dialect), not not_null)
+    default = next((_default_text(k.this) for k in kinds if isinstance(k, exp.DefaultColumnConstraint)), None)
+    return DdlColumn(column.name, _type_text(column.this, column.args.get("kind"), src, dialect), not not_null,
+                     default)
+
+
+DEFAULT_NOW = "\x00now"
+""":attr:`DdlColumn.default` of a column whose default is the time the row is written (``CURRENT_TIMESTAMP``)."""
+
+
+def _default_text(value: exp.Expr | None) -> str | None:
+    """A constant default's value as text (see :attr:`DdlColumn.default`)."""
+    if isinstance(value, exp.Paren):
+        value = value.this
+    if isinstance(value, (exp.Literal, exp.National)):
+        return str(value.this)
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
+        return f"-{value.this.this}"
+    if isinstance(value, exp.Boolean):
+        return "true" if value.this else "false"
+    if isinstance(value, exp.CurrentTimestamp):
+        return DEFAULT_NOW
+    return None
 
 
 # --- type text ---------------------------------------------------------------------------------------------------

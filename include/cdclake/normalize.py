@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     ByteType,
     DataType,
     DateType,
@@ -54,10 +55,11 @@ from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, Converter, cast_converter, variable_scale_decimal
-from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time_zone
+from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time_zone, source_zone
 from cdclake.identity import MAX_TABLE_ID_LENGTH
+from cdclake.ddl import DEFAULT_NOW
 from cdclake.ddl_history import History
-from cdclake.schema_changes import SKIP_CREATE, DdlPolicies, Outcome, TableDefinition, interpret
+from cdclake.schema_changes import SKIP_CREATE, ColumnDefault, DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths, list_batches, read_manifest
 from cdclake.records import position
@@ -451,6 +453,10 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 precise = {c.name: c for c in known}
                 columns = [precise[c.name] if c.data_type == BARE_DECIMAL and c.name in precise else c
                            for c in columns]
+            # A column added with a constant DEFAULT exists at once: its default fills the older rows (apply).
+            present = {c.name.lower() for c in columns}
+            defaulted = [declared.columns[d.column] for d in declared.defaults if d.column in declared.columns]
+            columns += [c for c in _current_columns(defaulted, renames, dropped) if c.name.lower() not in present]
             columns, spellings = _fold_case(columns, [c.name for c in known])
             columns = _decoded_by_schema(columns, {h: _current_columns(cs, renames, dropped)
                                                    for h, cs in by_schema.items()})
@@ -463,6 +469,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 sample = next((v["sample"] for v in variants if v["sample"]), None)
                 inferred = _current_columns(_infer_columns(spark, texts, sample), renames, dropped)
                 columns += [c for c in inferred if c.name in untyped]
+                # Images may spell an untyped column two ways (Debezium's Informix example: `before.id`, `after.ID`).
+                columns, folded = _fold_case(columns, [c.name for c in known])
+                spellings.update(folded)
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
             continue
@@ -734,6 +743,47 @@ def _nearest_position(parsed: DataFrame, input_uri: str, index: int) -> str | No
     return before[0] if before is not None else None
 
 
+def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[ColumnDefault], typing: TableTyping, *,
+                   batch_id: str) -> list[dict[str, str]]:
+    """The rows an ``ALTER TABLE .. ADD .. DEFAULT`` fills (:mod:`cdclake.apply`): per default, the column, the
+    value as text of the column's type, its type, and the statement's full position (rows written before it get
+    the value where the column is null). ``DEFAULT CURRENT_TIMESTAMP`` is the statement's time (a ``datetime``
+    column: its wall-clock time in the source's zone). A default that does not convert is logged, not filled."""
+    by_name = {c.name.lower(): c for c in typing.columns}
+    wanted: list[tuple[ColumnType, str, Column]] = []
+    for default in defaults:
+        column, record = by_name.get(default.column.lower()), default.record
+        source_pos = record.get("source_pos") or _nearest_position(parsed, record["input"], record["index"])
+        if column is None or source_pos is None or isinstance(column.data_type, BinaryType):
+            log.warning("DDL %r: the default of %s is not filled into older rows (%s)", record.get("ddl"),
+                        default.column, "no position" if column is not None and source_pos is None
+                        else "not a column of the table" if column is None else "binary")
+            continue
+        if default.text != DEFAULT_NOW:
+            value = column.convert(F.lit(default.text))
+        elif isinstance(column.data_type, TimestampType):
+            value = F.lit(record.get("source_ts")).cast(TimestampType())
+        else:  # DATETIME / DATE: the source's wall-clock time
+            value = F.from_utc_timestamp(F.lit(record.get("source_ts")).cast(TimestampType()),
+                                         source_zone()).cast(column.data_type)
+        before = position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]), F.lit(record["index"]),
+                          F.lit(record["row_index"]))
+        wanted.append((column, default.text, F.struct(value.cast("string").alias("value"), before.alias("before"))))
+    if not wanted:
+        return []
+    row = spark.range(1).select(*[v.alias(f"d{i}") for i, (_, _, v) in enumerate(wanted)]).first()
+    fills = []
+    for i, (column, text, _) in enumerate(wanted):
+        value, before = row[f"d{i}"]["value"], row[f"d{i}"]["before"]
+        if value is None:
+            log.warning("column %s: its DEFAULT %r does not convert to %s: not filled into older rows", column.name,
+                        text, column.data_type.simpleString())
+            continue
+        fills.append({"column": column.name, "value": value, "type": column.data_type.simpleString(),
+                      "before": before})
+    return fills
+
+
 def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
                   source: str) -> tuple[DataFrame, Outcome]:
     """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id; changes of a name
@@ -862,8 +912,11 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                          releases=[tid for tid in stops if tid in typings and policies.for_table(tid) != "fail"])
         with_changes = {tid for (status, _, tid), n in counts.items() if status == "ok" and n}
         stopped = {**{tid: why for tid, why in held.items() if tid in with_changes}, **ddl.stopped}
+        fills = {tid: _default_fills(spark, parsed, ddl.tables[tid].defaults, typing, batch_id=batch_id)
+                 for tid, typing in typings.items() if tid in ddl.tables and ddl.tables[tid].defaults}
         (out / STAGING_MARKER).write_text(json.dumps({
-            "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns]}
+            "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns],
+                             **({"defaults": fills[tid]} if fills.get(tid) else {})}
                        for tid, t in typings.items()},
             "format": fmt,
         }, indent=2))

@@ -321,7 +321,8 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
     from cdclake.apply_options import ApplyOptions
 
     return apply_table(spark, read_staged(spark, path), tid=table_id, key=tables[table_id]["key"],
-                       options=options or ApplyOptions(), source=source, batch_id=batch_id)
+                       options=options or ApplyOptions(), source=source, batch_id=batch_id,
+                       defaults=tables[table_id].get("defaults", ()))
 
 
 def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:

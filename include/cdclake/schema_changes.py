@@ -8,7 +8,8 @@ statement                    effect
 ===========================  ===============================================================================
 CREATE TABLE                 the table's key and column types are learned (used when the row changes carry
                              none, e.g. CKafka Format I); a table that does not exist yet is created
-ALTER TABLE ADD/MODIFY       the new columns' types are learned; columns are added when rows carry them
+ALTER TABLE ADD/MODIFY       the new columns' types are learned; columns are added when rows carry them, or at
+                             once with a constant DEFAULT, which fills the rows written before the statement
 ALTER TABLE RENAME COLUMN    the lake column is renamed (its values kept); older images' old name maps to it
 ALTER TABLE DROP COLUMN      the lake column is dropped; older images' values for it are ignored
 TRUNCATE                     a truncate change (``op = t``) of the table at the statement's position
@@ -138,6 +139,22 @@ class LakeChange:
     position: str = ""
 
 
+@dataclass(frozen=True)
+class ColumnDefault:
+    """A column ``ALTER TABLE .. ADD`` gave a constant default: the source filled it into every existing row (no
+    row events say so), so the lake fills the rows written before the statement.
+
+    Attributes:
+        column: The column.
+        text: The default as value text, or :data:`cdclake.ddl.DEFAULT_NOW` (the statement's time).
+        record: The statement's parsed record (its position and time).
+    """
+
+    column: str
+    text: str
+    record: dict[str, Any]
+
+
 @dataclass
 class TableDefinition:
     """What DDL in a batch says about one table."""
@@ -145,6 +162,7 @@ class TableDefinition:
     columns: dict[str, ColumnType] = field(default_factory=dict)
     key: tuple[str, ...] = ()
     created: bool = False
+    defaults: list[ColumnDefault] = field(default_factory=list)
 
 
 @dataclass
@@ -273,6 +291,9 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 results.append(("skip", f"DDL {event.kind.replace('_', ' ').upper()} ignored (ddl_policy=ignore)",
                                 {"table_id": tid}))
             else:
+                if event.kind == "alter_table":  # before _evolve, which moves the definition of a renamed table
+                    outcome.tables[tid].defaults += [ColumnDefault(c.name, c.default, record) for c in event.added
+                                                     if c.default is not None]
                 results.append(_evolve(event, tid, namespace, str(where), outcome))
         status, reason, changes = results[0] if results else ("skip", "DDL: no effect on tables", {})
         done(status, reason, **changes)

@@ -209,6 +209,35 @@ def test_debezium_zoned_timestamp_is_an_instant(spark):
     assert expected[:2] == [1559033904863000, 1559033904863123]
 
 
+def test_debezium_zoned_timestamp_infinity_is_the_micro_timestamp_stand_in(spark):
+    # PostgreSQL timestamptz 'infinity': newer connectors send the word, older ones the instant of PGStatement's
+    # DATE_POSITIVE_INFINITY milliseconds (year 292278994), which no timestamp type holds. A `timestamp` column's
+    # infinity arrives as MicroTimestamp 9223372036825200000 (see test_debezium_seeds): the same stand-in.
+    texts = ["infinity", "-infinity", "+292278994-08-16T23:00:00Z", "-292275055-05-16T16:47:04.192Z",
+             "2019-05-28T08:58:24.863Z", "not a time"]
+    _, micros = convert(spark, {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "field": "at"}, texts,
+                        then=F.unix_micros)
+
+    assert micros == [9223372036825200000, -9223372036832400000, 9223372036825200000, -9223372036832400000,
+                      1559033904863000, None]
+
+
+@pytest.mark.parametrize("unscaled, scale, precision, data_type, value", [
+    # Oracle NUMBER(P,S<0) (oracle.adoc: a Decimal whose scale is negative): whole numbers.
+    (123, -2, 20, DecimalType(22, 0), Decimal(12300)),
+    (-7, -3, 5, DecimalType(8, 0), Decimal(-7000)),
+    # Beyond any Spark decimal: NUMBER(5,40), NUMBER(38,-5): the exact text.
+    (12, 40, 5, StringType(), "0.0000000000000000000000000000000000000012"),
+    (-10**37, -5, 38, StringType(), "-1" + "0" * 42),
+])
+def test_decimals_no_spark_decimal_holds_at_their_scale_are_exact(spark, unscaled, scale, precision, data_type,
+                                                                  value):
+    actual_type, values = convert(spark, decimal_spec(scale, precision), [b64(java_bytes(unscaled)), None])
+
+    assert (actual_type, values) == (data_type, [value, None])
+    assert Decimal(values[0]) == exact(unscaled, scale)
+
+
 def test_debezium_micro_time_is_time_of_day_text(spark):
     micros = [0, 3723000004, 86399999999, 45296789000]
     data_type, values = convert(spark, {"type": "int64", "name": "io.debezium.time.MicroTime", "field": "t"},
@@ -523,6 +552,20 @@ def test_payload_only_images_of_a_new_table_keep_big_whole_numbers_and_variable_
     assert [(r["id"], r["big"], r["amount"], json.loads(r["doc"])) for r in dump_rows(session_lake, tid)] == [
         ("1", "5", "12.34", {"a": 1}),
         ("18446744073709551615", "12345678901234567890123", "-7", {"a": [2]})]  # dump: decimals as exact text
+
+
+def test_payload_only_images_that_spell_a_column_in_two_cases_are_one_column(spark, session_lake):
+    """Debezium's Informix documentation: the update's ``before`` has ``id``, its ``after`` has ``ID``. Inferred as two
+    columns, the staged records had both and every read of them failed (COLUMN_ALREADY_EXISTS)."""
+    table = f"cased_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    create = json.loads(_payload_only(table, {"id": 1001, "name": "a"}, lsn=100))
+    update = json.loads(_payload_only(table, {"ID": 1001, "NAME": "b"}, lsn=101))
+    update.update(op="u", before={"id": 1001, "name": "a"})
+    batch_id, result = _land_and_normalize(spark, session_lake, source, f"{json.dumps(create)}\n{json.dumps(update)}\n")
+    assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["name"]) for r in dump_rows(session_lake, tid)] == [(1001, "b")]
 
 
 def test_a_batch_whose_schemas_encode_a_column_two_ways_decodes_each_message_by_its_own_schema(spark, session_lake):

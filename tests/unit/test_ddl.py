@@ -12,7 +12,7 @@ import logging
 import pytest
 import sqlglot
 
-from cdclake.ddl import DdlColumn, DdlError, DdlEvent, dialect_for, parse_ddl
+from cdclake.ddl import DEFAULT_NOW, DdlColumn, DdlError, DdlEvent, dialect_for, parse_ddl
 from cdclake.exceptions import CdclakeError
 
 CKAFKA_CUSTOMERS = (
@@ -32,8 +32,8 @@ def _one(sql: str, dialect: str = "mysql") -> DdlEvent:
     return events[0]
 
 
-def _col(name: str, type_text: str, nullable: bool = True) -> DdlColumn:
-    return DdlColumn(name, type_text, nullable)
+def _col(name: str, type_text: str, nullable: bool = True, default: str | None = None) -> DdlColumn:
+    return DdlColumn(name, type_text, nullable, default)
 
 
 # --- statements from the CDC tools' documentation ------------------------------------------------------------
@@ -63,7 +63,8 @@ def test_drs_create_table_drops_integer_display_width() -> None:
 
 def test_alter_table_add_column_with_null_and_default() -> None:
     sql = "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP"
-    assert _one(sql) == DdlEvent("alter_table", None, "user", added=(_col("createtime", "datetime"),), sql=sql)
+    assert _one(sql) == DdlEvent("alter_table", None, "user", added=(_col("createtime", "datetime", True, DEFAULT_NOW),),
+                                 sql=sql)
 
 
 @pytest.mark.parametrize(
@@ -151,8 +152,8 @@ def test_mysql_create_table_with_composite_key_attributes_and_comments() -> None
         _col("order_id", "bigint unsigned", False),
         _col("line_no", "int", False),
         _col("sku", "varchar(32)"),
-        _col("price", "decimal(12,2)", False),
-        _col("updated_at", "timestamp", False),
+        _col("price", "decimal(12,2)", False, "0.00"),
+        _col("updated_at", "timestamp", False, DEFAULT_NOW),
     )
     assert event.primary_key == ("order_id", "line_no")
     assert event.sql.startswith("CREATE TABLE IF NOT EXISTS") and event.sql.endswith("COMMENT='order lines'")
@@ -557,3 +558,18 @@ def test_events_are_frozen() -> None:
         event.kind = "drop_table"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.columns[0].name = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("sql", "dialect", "default"), [
+    ("ALTER TABLE orders ADD COLUMN qty int DEFAULT 0 AFTER amount", "mysql", "0"),
+    ("ALTER TABLE t ADD COLUMN s varchar(10) NOT NULL DEFAULT 'a''b'", "mysql", "a'b"),
+    ("ALTER TABLE t ADD COLUMN d decimal(5,2) DEFAULT -1.50", "mysql", "-1.50"),
+    ("ALTER TABLE t ADD c boolean DEFAULT (true)", "postgres", "true"),
+    ("ALTER TABLE t ADD c INT NOT NULL CONSTRAINT df DEFAULT 5", "tsql", "5"),
+    ("ALTER TABLE t ADD c datetime2 DEFAULT GETDATE()", "tsql", DEFAULT_NOW),
+    ("ALTER TABLE t ADD COLUMN e int DEFAULT NULL", "mysql", None),
+    ("ALTER TABLE t ADD c int DEFAULT (1+2)", "postgres", None),
+])
+def test_a_constant_default_is_kept_as_its_text(sql: str, dialect: str, default: str | None) -> None:
+    (event,) = parse_ddl(sql, dialect)
+    assert event.added[0].default == default

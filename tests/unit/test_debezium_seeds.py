@@ -467,11 +467,13 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
                        "optional": False, "name": "io.debezium.connector.mysql.SchemaChangeKey", "version": 1}}),
              topic="ticdc"),
         kcat(1, None, json.dumps({"schema": {}, "payload": {"source": {}, "ts_ms": 1}}), topic="flink"),
+        # Redpanda Connect's Debezium-style heartbeat.
+        kcat(0, None, json.dumps({"op": "hb", "ts_ms": 1700000000000}), topic="redpanda"),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("metadata.kcat.jsonl", "\n".join(lines) + "\n")],
                                keys=KeySpec.parse(["dbo.customers=id"]))
 
-    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 2,
+    assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 3,
                                     NO_CHANGE_SKIP: 2}
     (broken,) = quarantined(spark, batch)
     assert (broken.line, broken.reason) == (9, "unrecognized message: not a message --format debezium reads (a "
@@ -701,6 +703,29 @@ def test_db2_luw_positions_keep_all_32_digits_of_its_lsns(spark, session_lake, s
     assert [r.after.id for r in rows] == numeric
     assert [split_position(r.position)[0] for r in rows] == [
         digits(events[i][0]) + digits(events[i][1]) + hex16(0) for i in numeric]
+
+
+def test_db2_lsns_with_a_label_and_more_than_32_digits_keep_every_digit(spark, session_lake, source):
+    """Redpanda Connect's Debezium-style Db2 events (its db2_cdc input) write ``commit_lsn`` as ``CSN:`` + 32 hex
+    digits and no ``change_lsn``. Cut to 32 characters, changes that differ in the last digits tied and the later
+    batch won: a redelivered create overwrote the newer update."""
+    events = ["CSN:00000000000000000000001E36004A2C", "CSN:00000000000000000000001E36004A1B",
+              "CSN:0000000000000000000000000000001E36004A1C"]  # 40 digits: wider than Db2 LUW's 32
+    base = json.loads(text("sqlserver_create.json"))
+    lines = []
+    for i, commit in enumerate(events):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(connector="db2", commit_lsn=commit, change_lsn=None, event_serial_no=None)
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, session_lake, source, [("db2_csn.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+    assert {r.after.id: split_position(r.position)[0] for r in rows} == {
+        0: "00000000000000000000001e36004a2c" + "0" * 32 + hex16(0),
+        1: "00000000000000000000001e36004a1b" + "0" * 32 + hex16(0),
+        2: "0000000000000000000000000000001e36004a1c".rjust(64, "0") + "0" * 64 + hex16(0)}
 
 
 def test_mysql_binlog_positions_file_sequence_wins(spark, session_lake, source):

@@ -119,12 +119,12 @@ def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Col
     """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
 
     Up to 16 bytes (see :func:`_unscaled`). The value is rebuilt as ``<unscaled>E-<scale>`` text and cast, so no
-    precision is lost to floating point.
+    precision is lost to floating point. A negative scale (Oracle ``NUMBER(P,S<0)``) gives a whole number.
     """
     unscaled = _unscaled(F.hex(F.unbase64(text)))
-    as_text = F.concat(unscaled.cast("string"), F.lit(f"E-{scale}"))
+    as_text = F.concat(unscaled.cast("string"), F.lit(f"E{-scale}"))
     return F.when(text.isNull() | (text == ""), F.lit(None)).otherwise(as_text).cast(
-        DecimalType(min(max(precision, scale, 1), 38), scale)
+        DecimalType(min(max(precision, scale, 1), 38), max(scale, 0))
     )
 
 
@@ -136,10 +136,14 @@ def variable_scale_decimal(text: Column) -> Column:
     ``NUMERIC`` without a declared precision can have either). Unscaled values of more than 38 digits become null.
     """
     parsed = F.from_json(text, "scale INT, value STRING")
-    unscaled_text = _unscaled(F.hex(F.unbase64(parsed["value"]))).cast("string")
+    return _decimal_text(parsed["value"], F.coalesce(parsed["scale"], F.lit(0)))
+
+
+def _decimal_text(base64_unscaled: Column, scale: Column) -> Column:
+    """Base64 unscaled value and its scale -> the exact decimal text (any scale, also negative or above 38)."""
+    unscaled_text = _unscaled(F.hex(F.unbase64(base64_unscaled))).cast("string")
     sign = F.when(unscaled_text.startswith("-"), F.lit("-")).otherwise(F.lit(""))
     digits = F.regexp_replace(unscaled_text, "^-", "")
-    scale = F.coalesce(parsed["scale"], F.lit(0))
     # At least one digit before the point: 5 with scale 3 -> "0005" -> "0" + "." + "005".
     padded = F.call_function("lpad", digits, F.greatest(F.length(digits), scale + 1), F.lit("0"))
     int_digits = F.length(padded) - scale
@@ -178,6 +182,25 @@ def _time_of_day(micros: Column) -> Column:
         F.floor(magnitude / 1_000_000) % 60, magnitude % 1_000_000))
 
 
+POSITIVE_INFINITY_MICROS = 9223372036825200000
+NEGATIVE_INFINITY_MICROS = -9223372036832400000
+"""How Debezium's PostgreSQL connector sends ``infinity``/``-infinity`` of a ``timestamp`` as a ``MicroTimestamp``
+(PGStatement's DATE_POSITIVE/NEGATIVE_INFINITY milliseconds, passed on as microseconds): the instants a
+``timestamptz`` infinity becomes too, so both columns hold the same stand-in."""
+
+
+def _zoned_timestamp(text: Column) -> Column:
+    """``io.debezium.time.ZonedTimestamp`` ISO text -> ``timestamp``. PostgreSQL's ``infinity``/``-infinity`` of a
+    ``timestamptz`` arrive as those words (newer connectors) or as years 292278994 / -292275055 (older ones), which
+    no timestamp type holds: they become the ``MicroTimestamp`` stand-ins (:data:`POSITIVE_INFINITY_MICROS`)."""
+    value = F.lower(F.trim(text))
+    return (F.when(value.isin("infinity", "+infinity") | value.startswith("+292278994-"),
+                   F.timestamp_micros(F.lit(POSITIVE_INFINITY_MICROS)))
+            .when((value == "-infinity") | value.startswith("-292275055-"),
+                  F.timestamp_micros(F.lit(NEGATIVE_INFINITY_MICROS)))
+            .otherwise(text.cast("timestamp")))
+
+
 _PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
     "int8": (IntegerType(), lambda c: c.cast("int")),
     "int16": (IntegerType(), lambda c: c.cast("int")),
@@ -203,7 +226,7 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "io.debezium.time.NanoTimestamp": (
         TimestampNTZType(), lambda c: F.timestamp_micros(F.floor(c.cast("decimal(38,0)") / 1000).cast("long"))
         .cast("timestamp_ntz")),
-    "io.debezium.time.ZonedTimestamp": (TimestampType(), lambda c: c.cast("timestamp")),
+    "io.debezium.time.ZonedTimestamp": (TimestampType(), lambda c: _zoned_timestamp(c)),
     "io.debezium.time.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
     "org.apache.kafka.connect.data.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
     "io.debezium.time.MicroTime": (StringType(), lambda c: _time_of_day(c.cast("long"))),
@@ -251,10 +274,17 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
     if logical == "org.apache.kafka.connect.data.Decimal":
         scale = int(params.get("scale", 0))
         precision = int(params.get("connect.decimal.precision", 38))
+        encoding = f"{logical}({scale})"
+        if scale < 0 and precision - scale <= 38:  # Oracle NUMBER(P,S<0): whole numbers, unscaled * 10^-S
+            return ColumnType(name, DecimalType(max(precision - scale, 1), 0),
+                              lambda c, s=scale, p=precision - scale: decimal_from_base64(c, scale=s, precision=p),
+                              optional, encoding)
+        if not 0 <= scale <= 38:  # no Spark decimal holds these values exactly (Oracle allows scales -84..127)
+            return ColumnType(name, StringType(), lambda c, s=scale: _decimal_text(c, F.lit(s)), optional, encoding)
         precision = min(max(precision, scale, 1), 38)
         return ColumnType(name, DecimalType(precision, scale),
                           lambda c, s=scale, p=precision: decimal_from_base64(c, scale=s, precision=p), optional,
-                          f"{logical}({scale})")
+                          encoding)
     if logical == "io.debezium.data.Bits" and int(params.get("length", 65)) <= 64:
         return ColumnType(name, LongType(), _bits_value, optional, f"{logical}(long)")
     if isinstance(logical, str) and logical in _LOGICAL:

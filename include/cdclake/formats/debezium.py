@@ -15,8 +15,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 - source position, by what ``source`` carries:
   PostgreSQL ``max(last commit LSN, lsn)`` + ``lsn`` (16 hex digits each; the last commit LSN is the first element
   of ``source.sequence``), the order Debezium delivers changes in;
-  SQL Server (and Db2) ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons dropped; 32 each when one has
-  more than 20, as Db2 LUW's do) + ``event_serial_no`` (16);
+  SQL Server (and Db2) ``commit_lsn`` + ``change_lsn`` (20 hex digits each, colons and a label such as ``CSN:``
+  dropped; 32 each when one has more than 20, as Db2 LUW's do; 64 when more than 32) + ``event_serial_no`` (16);
   MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
   TiCDC ``commit_ts``; a writer that names no connector and no position: arrival order (:data:`NO_BINLOG_POSITION`).
@@ -79,14 +79,17 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
     change_lsn = src["change_lsn"]
 
     def lsn_digits(c: Column) -> Column:
-        return F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), ":", ""))
+        # A label before the digits is dropped (Redpanda Connect's Debezium-style Db2 events: "CSN:0000...1E36").
+        return F.lower(F.regexp_replace(F.regexp_replace(F.coalesce(c, F.lit("")), r"^\s*[A-Za-z]*[G-Zg-z][A-Za-z]*:",
+                                                         ""), r"[:\s]", ""))
 
     def lsn_position(width: int) -> Column:
         return F.concat(F.lpad(lsn_digits(commit_lsn), width, "0"), F.lpad(lsn_digits(change_lsn), width, "0"),
                         hex_segment(F.coalesce(src["event_serial_no"], F.lit("0"))))
 
-    # SQL Server's and Db2 for z/OS's LSNs have 20 hex digits, Db2 LUW's 32 (8:8:16): `lpad` cuts a longer text.
-    long_lsn = (F.length(lsn_digits(commit_lsn)) > 20) | (F.length(lsn_digits(change_lsn)) > 20)
+    # SQL Server's and Db2 for z/OS's LSNs have 20 hex digits, Db2 LUW's 32 (8:8:16); `lpad` would cut a longer
+    # text, so each gets the width that holds it (one source's LSNs all have one form).
+    lsn_length = F.greatest(F.length(lsn_digits(commit_lsn)), F.length(lsn_digits(change_lsn)))
 
     scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
@@ -94,8 +97,11 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
         # Oracle: the transaction's commit SCN (a snapshot read has none: its SCN), then the change's SCN.
         .when(scn.rlike(r"^\d+$"),
               F.concat(hex_segment(F.when(commit_scn.rlike(r"^\d+$"), commit_scn).otherwise(scn)), hex_segment(scn)))
-        .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & long_lsn, lsn_position(32))
-        .when(commit_lsn.isNotNull() | change_lsn.isNotNull(), lsn_position(20))
+        .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & (lsn_length > 32) & (lsn_length <= 64),
+              lsn_position(64))
+        .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & (lsn_length > 20) & (lsn_length <= 32),
+              lsn_position(32))
+        .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & (lsn_length <= 20), lsn_position(20))
         .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"),
               F.coalesce(_tidb_position(src), F.lit(NO_BINLOG_POSITION)))
         .when(F.lit(unpositioned) & _no_position_fields(src), F.lit(NO_BINLOG_POSITION))
@@ -303,8 +309,9 @@ def _ddl_body(j: Column) -> Column:
 
 
 HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
-_HEARTBEAT_VALUE = r'^\s*\{\s*"ts_ms"\s*:\s*\d+\s*\}\s*$'
-"""A heartbeat's value without the schema envelope: only ``ts_ms``."""
+_HEARTBEAT_VALUE = r'^\s*\{\s*(?:"op"\s*:\s*"hb"\s*,\s*)?"ts_ms"\s*:\s*\d+\s*(?:,\s*"op"\s*:\s*"hb"\s*)?\}\s*$'
+"""A heartbeat's value without the schema envelope: only ``ts_ms`` (Redpanda Connect's Debezium-style inputs add
+``"op": "hb"``)."""
 
 
 def _is_heartbeat(j: Column) -> Column:

@@ -321,6 +321,11 @@ def source_time_zone(zone: str | None) -> Iterator[None]:
         _SOURCE_ZONE.reset(token)
 
 
+def source_zone() -> str:
+    """The zone :func:`source_time_zone` set (``UTC`` outside one)."""
+    return _SOURCE_ZONE.get()
+
+
 def in_source_zone(wall_clock: Column) -> Column:
     """A timestamp read as UTC wall-clock time -> the instant that wall-clock time is in the source's zone."""
     zone = _SOURCE_ZONE.get()
