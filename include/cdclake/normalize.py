@@ -469,9 +469,12 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 sample = next((v["sample"] for v in variants if v["sample"]), None)
                 inferred = _current_columns(_infer_columns(spark, texts, sample), renames, dropped)
                 columns += [c for c in inferred if c.name in untyped]
-                # Images may spell an untyped column two ways (Debezium's Informix example: `before.id`, `after.ID`).
+                # Images may spell an untyped column two ways (Debezium's Informix example: `before.id`, `after.ID`):
+                # one column (inference may or may not have kept both spellings), read from either.
                 columns, folded = _fold_case(columns, [c.name for c in known])
-                spellings.update(folded)
+                spelled = {c.name.lower(): c.name for c in columns}
+                spellings.update({**folded, **{n: spelled[n.lower()] for n in untyped
+                                               if n.lower() in spelled and spelled[n.lower()] != n}})
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
             continue

@@ -65,7 +65,6 @@ SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing l
 SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
 
 
-
 POLICIES = ("evolve", "ignore", "fail")
 """DDL policies (see the module docstring)."""
 

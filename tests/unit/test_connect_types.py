@@ -556,7 +556,8 @@ def test_payload_only_images_of_a_new_table_keep_big_whole_numbers_and_variable_
 
 def test_payload_only_images_that_spell_a_column_in_two_cases_are_one_column(spark, session_lake):
     """Debezium's Informix documentation: the update's ``before`` has ``id``, its ``after`` has ``ID``. Inferred as two
-    columns, the staged records had both and every read of them failed (COLUMN_ALREADY_EXISTS)."""
+    columns, the staged records had both and every read of them failed (COLUMN_ALREADY_EXISTS); inferred as one, the
+    other spelling's values were lost."""
     table = f"cased_{uuid.uuid4().hex[:8]}"
     source, tid = f"connect_types_{table}", f"typed.{table}"
     create = json.loads(_payload_only(table, {"id": 1001, "name": "a"}, lsn=100))

@@ -63,8 +63,8 @@ def test_drs_create_table_drops_integer_display_width() -> None:
 
 def test_alter_table_add_column_with_null_and_default() -> None:
     sql = "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP"
-    assert _one(sql) == DdlEvent("alter_table", None, "user", added=(_col("createtime", "datetime", True, DEFAULT_NOW),),
-                                 sql=sql)
+    added = (_col("createtime", "datetime", True, DEFAULT_NOW),)
+    assert _one(sql) == DdlEvent("alter_table", None, "user", added=added, sql=sql)
 
 
 @pytest.mark.parametrize(

@@ -674,6 +674,21 @@ def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     assert position[2] < position[1]  # same LSNs: event_serial_no 1 < 2
 
 
+def staged_db2_events(spark, settings, source: str, lsns: list[tuple[str, str | None]]) -> list[Row]:
+    """The SQL Server seed's create as Db2 events with these (commit_lsn, change_lsn), ``id`` = the index; the
+    staged records in position order."""
+    base = json.loads(text("sqlserver_create.json"))
+    lines = []
+    for i, (commit, change) in enumerate(lsns):
+        event = json.loads(json.dumps(base))
+        event["payload"]["source"].update(connector="db2", commit_lsn=commit, change_lsn=change, event_serial_no=None)
+        event["payload"]["after"]["id"] = i
+        lines.append(json.dumps(event))
+    batch = land_and_normalize(spark, settings, source, [("db2_lsns.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+    return staged(spark, settings, batch, "dbo.customers")[1]
+
+
 def test_db2_luw_positions_keep_all_32_digits_of_its_lsns(spark, session_lake, source):
     """Db2 LUW's LSNs are 16 bytes, printed 8:8:16; changes that differ only in their last 12 digits are ordered by
     them (cut to SQL Server's 20 digits, they tied and arrival order decided)."""
@@ -683,17 +698,7 @@ def test_db2_luw_positions_keep_all_32_digits_of_its_lsns(spark, session_lake, s
         ("00000000:00001e36:000000000004a1b4", "00000000:00000000:000000000446140f"),
         ("00000000:00001e36:000000000004a300", "00000000:00000000:00000000044615ff"),
     ]
-    base = json.loads(text("sqlserver_create.json"))
-    lines = []
-    for i, (commit, change) in enumerate(events):
-        event = json.loads(json.dumps(base))
-        event["payload"]["source"].update(connector="db2", commit_lsn=commit, change_lsn=change, event_serial_no=None)
-        event["payload"]["after"]["id"] = i
-        lines.append(json.dumps(event))
-    batch = land_and_normalize(spark, session_lake, source, [("db2_lsns.jsonl", "\n".join(lines) + "\n")],
-                               keys=KeySpec.parse(["dbo.customers=id"]))
-
-    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+    rows = staged_db2_events(spark, session_lake, source, events)
 
     def digits(lsn: str | None) -> str:
         return (lsn or "").replace(":", "").rjust(32, "0")
@@ -711,17 +716,7 @@ def test_db2_lsns_with_a_label_and_more_than_32_digits_keep_every_digit(spark, s
     batch won: a redelivered create overwrote the newer update."""
     events = ["CSN:00000000000000000000001E36004A2C", "CSN:00000000000000000000001E36004A1B",
               "CSN:0000000000000000000000000000001E36004A1C"]  # 40 digits: wider than Db2 LUW's 32
-    base = json.loads(text("sqlserver_create.json"))
-    lines = []
-    for i, commit in enumerate(events):
-        event = json.loads(json.dumps(base))
-        event["payload"]["source"].update(connector="db2", commit_lsn=commit, change_lsn=None, event_serial_no=None)
-        event["payload"]["after"]["id"] = i
-        lines.append(json.dumps(event))
-    batch = land_and_normalize(spark, session_lake, source, [("db2_csn.jsonl", "\n".join(lines) + "\n")],
-                               keys=KeySpec.parse(["dbo.customers=id"]))
-
-    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+    rows = staged_db2_events(spark, session_lake, source, [(commit, None) for commit in events])
     assert {r.after.id: split_position(r.position)[0] for r in rows} == {
         0: "00000000000000000000001e36004a2c" + "0" * 32 + hex16(0),
         1: "00000000000000000000001e36004a1b" + "0" * 32 + hex16(0),
