@@ -226,7 +226,7 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "io.debezium.time.NanoTimestamp": (
         TimestampNTZType(), lambda c: F.timestamp_micros(F.floor(c.cast("decimal(38,0)") / 1000).cast("long"))
         .cast("timestamp_ntz")),
-    "io.debezium.time.ZonedTimestamp": (TimestampType(), lambda c: _zoned_timestamp(c)),
+    "io.debezium.time.ZonedTimestamp": (TimestampType(), _zoned_timestamp),
     "io.debezium.time.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
     "org.apache.kafka.connect.data.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
     "io.debezium.time.MicroTime": (StringType(), lambda c: _time_of_day(c.cast("long"))),

@@ -310,6 +310,8 @@ def epoch_seconds_to_timestamp(text: Column) -> Column:
 
 
 _SOURCE_ZONE: ContextVar[str] = ContextVar("cdclake_source_zone", default="UTC")
+
+
 @contextmanager
 def source_time_zone(zone: str | None) -> Iterator[None]:
     """Within the block, timestamp texts without an offset (:func:`timestamp_from_text`) and CKafka's ``TIME`` are
