@@ -229,6 +229,11 @@ def test_debezium_zoned_timestamp_infinity_is_the_micro_timestamp_stand_in(spark
     # Beyond any Spark decimal: NUMBER(5,40), NUMBER(38,-5): the exact text.
     (12, 40, 5, StringType(), "0.0000000000000000000000000000000000000012"),
     (-10**37, -5, 38, StringType(), "-1" + "0" * 42),
+    # A precision above 38 (PostgreSQL numeric(39,2), MySQL DECIMAL(65,30)): values with more than 38 digits.
+    (585691028598451546227916918584382586822, 2, 39, StringType(), "5856910285984515462279169185843825868.22"),
+    (-12345678901123456789012345678901234567890, 30, 65, StringType(),
+     "-12345678901.123456789012345678901234567890"),
+    (150, 2, 39, StringType(), "1.50"),
 ])
 def test_decimals_no_spark_decimal_holds_at_their_scale_are_exact(spark, unscaled, scale, precision, data_type,
                                                                   value):
@@ -236,6 +241,19 @@ def test_decimals_no_spark_decimal_holds_at_their_scale_are_exact(spark, unscale
 
     assert (actual_type, values) == (data_type, [value, None])
     assert Decimal(values[0]) == exact(unscaled, scale)
+
+
+@pytest.mark.parametrize(("logical", "texts", "data_type", "values"), [
+    # time.precision.mode=isostring (JdbcValueConvertersTemporalPrecisionTest's texts): the types of the other modes.
+    ("io.debezium.time.IsoDate", ["2005-05-12Z", "2014-09-08Z", None], DateType(),
+     [dt.date(2005, 5, 12), dt.date(2014, 9, 8), None]),
+    ("io.debezium.time.IsoTime", ["10:30:45.123456789Z", "03:04:05Z", "not a time"], StringType(),
+     ["10:30:45.123456", "03:04:05.000000", "not a time"]),
+    ("io.debezium.time.IsoTimestamp", ["2011-01-11T16:40:30.123456789Z", "2024-11-20T15:44:43Z"], TimestampNTZType(),
+     [dt.datetime(2011, 1, 11, 16, 40, 30, 123456), dt.datetime(2024, 11, 20, 15, 44, 43)]),
+])
+def test_debezium_iso_string_times_are_typed_as_the_other_precision_modes(spark, logical, texts, data_type, values):
+    assert convert(spark, {"type": "string", "name": logical, "field": "t"}, texts) == (data_type, values)
 
 
 def test_debezium_micro_time_is_time_of_day_text(spark):
@@ -295,14 +313,11 @@ def test_bits_of_more_than_64_stay_bytes(spark):
     assert (data_type, [bytes(v) for v in decoded]) == (BinaryType(), [bytes(range(9))])
 
 
-def _plain(value: Decimal) -> str:
-    text = format(value, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 VARIABLE_SCALE_CASES = [
     (12345, 3), (-12345, 3), (0, 5), (1200, 2), (5, 3), (-5, 3), (7, 0), (10**25, 0),
     (123456789012345678901234, 20), (-(10**37) - 1, 6), (-(10**38 - 1), 5), (7, -2),
+    # PostgreSQL's unconstrained numeric holds more digits than any Spark decimal (more than 16 bytes).
+    (12345678901234567890123456789012345678905, 1), (-(10**64) + 1, 30), (2**127, 0), (-(2**127), 0),
 ]
 
 
@@ -315,10 +330,12 @@ def test_variable_scale_decimal_is_exact_text(spark):
     }, texts + [None])
 
     assert data_type == StringType()
-    expected = [_plain(exact(n, s)) for n, s in VARIABLE_SCALE_CASES]
+    # The text keeps the value's scale, as PostgreSQL shows it (and Debezium's decimal.handling.mode=string).
+    expected = [format(exact(n, s), "f") for n, s in VARIABLE_SCALE_CASES]
     assert values == [*expected, None]
-    assert expected[:6] == ["12.345", "-12.345", "0", "12", "0.005", "-0.005"]
+    assert expected[:6] == ["12.345", "-12.345", "0.00000", "12.00", "0.005", "-0.005"]
     assert expected[7:9] == ["10000000000000000000000000", "1234.56789012345678901234"]
+    assert expected[12] == "1234567890123456789012345678901234567890.5"
 
 
 # --- primitives, the nested key-schema form, unsupported types ---------------------------------------------------

@@ -436,6 +436,23 @@ def enveloped(value: dict[str, Any], name: str | None = None) -> str:
                        "payload": value})
 
 
+def test_an_empty_schema_object_is_read_as_a_payload_only_event(spark, session_lake, source):
+    # artie-labs/transfer's PostgreSQL test event: `"schema": {}` declares no columns, so the payload is typed as
+    # an event without a schema is (it was quarantined as "no column types").
+    event = {"schema": {}, "payload": {
+        "before": None, "op": "c", "ts_ms": 1668571313000,
+        "after": {"id": 59, "item": "Barings Participation Investors", "price": {"scale": 2, "value": "AKyI"}},
+        "source": {"version": "1.9.6.Final", "connector": "postgresql", "name": "dbserver1", "ts_ms": 1668571313000,
+                   "snapshot": "false", "db": "postgres", "schema": "public", "table": "orders", "txId": 1,
+                   "lsn": 720078286816}}}
+    batch = land_and_normalize(spark, session_lake, source, [("artie.jsonl", json.dumps(event) + "\n")],
+                               keys=KeySpec.parse(["public.orders=id"]))
+
+    assert (batch.result.tables, batch.result.quarantined) == ({"public.orders": 1}, 0)
+    _, (row,) = staged(spark, session_lake, batch, "public.orders")
+    assert (row.after.id, row.after.item, row.after.price) == (59, "Barings Participation Investors", "441.68")
+
+
 def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are_skipped(spark, session_lake,
                                                                                          source):
     """SQL Server's schema-change events (``ddl`` null, ``tableChanges`` only), the transaction-metadata topic's
@@ -469,16 +486,25 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
         kcat(1, None, json.dumps({"schema": {}, "payload": {"source": {}, "ts_ms": 1}}), topic="flink"),
         # Redpanda Connect's Debezium-style heartbeat.
         kcat(0, None, json.dumps({"op": "hb", "ts_ms": 1700000000000}), topic="redpanda"),
+        # Not an empty record: a row flattened by ExtractNewRecordState (memiiso/debezium-server-iceberg's
+        # serde-with-array.json) holds row values, so it is quarantined, not skipped.
+        kcat(0, None, json.dumps({"schema": {"type": "struct", "name": "testc.inventory.array_data.Value",
+                                             "fields": [{"type": "string", "optional": True, "field": "name"}]},
+                                  "payload": {"name": "Bill", "__op": "c", "__table": "array_data"}}), topic="unwrap"),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("metadata.kcat.jsonl", "\n".join(lines) + "\n")],
                                keys=KeySpec.parse(["dbo.customers=id"]))
 
     assert batch.result.skipped == {NO_DDL_TEXT: 2, DDL_CREATE: 1, TRANSACTION: 2, HEARTBEAT_SKIP: 3,
                                     NO_CHANGE_SKIP: 2}
-    (broken,) = quarantined(spark, batch)
+    broken, flattened = quarantined(spark, batch)
     assert (broken.line, broken.reason) == (9, "unrecognized message: not a message --format debezium reads (a "
                                                 "Debezium/dtle event, canal/DRS flat message, DRS MongoDB record or "
                                                 "CKafka Format I row); its top-level fields: ts_ms, source")
+    assert (flattened.line, flattened.reason) == (
+        13, "missing fields payload.op and payload.source: not a change event (a row flattened by "
+            "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: name, __op, "
+            "__table")
     assert batch.result.tables == {"a.a": 0, "dbo.customers": 1}
     _, (row,) = staged(spark, session_lake, batch, "dbo.customers")
     assert (row.op, row.key, row.raw_line) == ("c", Row(id=1005), 5)

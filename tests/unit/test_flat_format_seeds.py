@@ -156,6 +156,38 @@ def test_drs_mongodb_records(spark, session_lake, source):
     assert replace.position.split("/")[0] == hex16(1684344904) + hex16(9) + hex16(340)
 
 
+def test_mongo_shell_helpers_become_json_but_text_inside_strings_stays(spark):
+    from pyspark.sql import functions as F
+
+    from cdclake.formats.mongo import _not_a_document, shell_to_json
+
+    oid = "64650cf67dc36a464e76e005"
+    texts = {
+        f'{{"_id": ObjectId("{oid}"), "n": NumberLong(7), "i": NumberInt("8"), "d": NumberDecimal("1.50"), '
+        f'"at": ISODate("2023-05-17T10:00:00Z"), "b": new BinData(0, "AQID"), "c": BinData(4, "AQ=="), '
+        f'"t": Timestamp(1684344064, 1)}}': {
+            "_id": oid, "n": 7, "i": 8, "d": "1.50", "at": "2023-05-17T10:00:00Z", "b": "AQID", "c": "AQ==",
+            "t": {"t": 1684344064, "i": 1}},
+        # String data that reads like a helper is data (it was rewritten to "counts as 5 or 6").
+        f'{{"_id": ObjectId("{oid}"), "note": "counts as NumberLong(5) or NumberInt(6)", '
+        f'"q": "say \\"ObjectId(\\"{oid}\\")\\" (sic)", "n": NumberLong(9)}}': {
+            "_id": oid, "note": "counts as NumberLong(5) or NumberInt(6)", "q": f'say "ObjectId("{oid}")" (sic)',
+            "n": 9},
+    }
+    df = spark.createDataFrame([(t,) for t in texts], "text string")
+    converted = [r[0] for r in df.select(shell_to_json(F.col("text"))).collect()]
+    assert [json.loads(c) for c in converted] == list(texts.values())
+
+    # What the MongoDB Java driver's shell mode also writes is not converted: the reason names it.
+    unsupported = [f'{{"_id": ObjectId("{oid}"), "at": new Date(-62198755200000)}}',
+                   f'{{"_id": ObjectId("{oid}"), "note": "Date(1)", "re": /^abc/i}}', '{"_id": 1, "lo": MinKey}']
+    df = spark.createDataFrame([(t,) for t in unsupported], "text string")
+    reasons = [r[0] for r in df.select(_not_a_document("value", shell_to_json(F.col("text")))).collect()]
+    assert [r.split(": unsupported shell syntax ")[1].split(" (")[0] for r in reasons] == [
+        "new Date(", "/^abc/i", "MinKey"]
+    assert reasons[0].startswith("field value is not a document (mongo shell JSON): unsupported shell syntax")
+
+
 @pytest.mark.parametrize("split", [None, 2, 3], ids=["one-batch", "patches-in-next-batch", "each-apart"])
 def test_drs_mongodb_partial_updates_patch_the_stored_document(spark, session_lake, source, split):
     from cdclake.pipeline import apply_batch

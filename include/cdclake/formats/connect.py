@@ -133,23 +133,55 @@ def variable_scale_decimal(text: Column) -> Column:
 
     The decimal point is placed by string operations on the unscaled digits: any fixed Spark decimal type would
     null out values with more integer digits than it holds, or round away digits beyond its scale (PostgreSQL
-    ``NUMERIC`` without a declared precision can have either). Unscaled values of more than 38 digits become null.
+    ``NUMERIC`` without a declared precision can have either), at any number of digits.
     """
     parsed = F.from_json(text, "scale INT, value STRING")
     return _decimal_text(parsed["value"], F.coalesce(parsed["scale"], F.lit(0)))
 
 
+_LIMB = 1_000_000_000
+
+
+def _carry(limbs: Column, times: int, carry: Column) -> Column:
+    """``limbs * times + carry`` over little-endian base-10**9 limbs (longs), carrying into a new top limb."""
+    start = F.struct(F.array().cast("array<bigint>").alias("o"), carry.cast("long").alias("c"))
+    step = lambda s, limb: F.struct(  # noqa: E731
+        F.concat(s["o"], F.array((limb * times + s["c"]) % _LIMB)).alias("o"),
+        F.floor((limb * times + s["c"]) / _LIMB).cast("long").alias("c"))
+    return F.aggregate(limbs, start, step, lambda s: F.when(s["c"] > 0, F.concat(s["o"], F.array(s["c"])))
+                       .otherwise(s["o"]))
+
+
+def _wide_unscaled_text(hex_str: Column) -> Column:
+    """Big-endian two's-complement hex of any length -> the signed integer's decimal text.
+
+    For values :func:`_unscaled` cannot hold (more than 38 digits: MySQL's ``DECIMAL(65,30)``, PostgreSQL's
+    unconstrained ``numeric``): base 16 -> base 10**9 limbs digit by digit, in Spark SQL's ``aggregate`` (no
+    Python UDF); a negative value is -(~n + 1)."""
+    negative = F.substring(hex_str, 1, 1).isin(*_HEX[8:])
+    magnitude = F.when(negative, F.translate(hex_str, _HEX, _HEX[::-1])).otherwise(hex_str)
+    digits = F.transform(F.regexp_extract_all(magnitude, F.lit("(.)"), 1), lambda d: F.conv(d, 16, 10).cast("long"))
+    limbs = F.aggregate(digits, F.array(F.lit(0).cast("long")), lambda acc, d: _carry(acc, 16, d))
+    limbs = F.when(negative, _carry(limbs, 1, F.lit(1))).otherwise(limbs)
+    text = F.array_join(F.transform(F.reverse(limbs), lambda x, i: F.when(i == 0, x.cast("string")).otherwise(
+        F.lpad(x.cast("string"), 9, "0"))), "")
+    return F.when(hex_str.isNull(), F.lit(None).cast(StringType())).otherwise(
+        F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), text))
+
+
 def _decimal_text(base64_unscaled: Column, scale: Column) -> Column:
-    """Base64 unscaled value and its scale -> the exact decimal text (any scale, also negative or above 38)."""
-    unscaled_text = _unscaled(F.hex(F.unbase64(base64_unscaled))).cast("string")
+    """Base64 unscaled value and its scale -> the exact decimal text (any scale, also negative or above 38, and
+    any number of digits). A positive scale keeps all its digits, as the source shows the value (``1235.00``)."""
+    hex_str = F.hex(F.unbase64(base64_unscaled))
+    unscaled_text = F.when(F.length(hex_str) <= 30, _unscaled(hex_str).cast("string")).otherwise(
+        _wide_unscaled_text(hex_str))
     sign = F.when(unscaled_text.startswith("-"), F.lit("-")).otherwise(F.lit(""))
     digits = F.regexp_replace(unscaled_text, "^-", "")
     # At least one digit before the point: 5 with scale 3 -> "0005" -> "0" + "." + "005".
     padded = F.call_function("lpad", digits, F.greatest(F.length(digits), scale + 1), F.lit("0"))
     int_digits = F.length(padded) - scale
-    fraction = F.regexp_replace(padded.substr(int_digits + 1, scale), "0+$", "")
-    positive_scale = F.concat(sign, padded.substr(F.lit(1), int_digits),
-                              F.when(fraction != "", F.concat(F.lit("."), fraction)).otherwise(F.lit("")))
+    positive_scale = F.concat(sign, padded.substr(F.lit(1), int_digits), F.lit("."),
+                              padded.substr(int_digits + 1, scale))
     negative_scale = F.concat(sign, digits, F.call_function("repeat", F.lit("0"), -scale))
     return F.when(unscaled_text.isNull(), F.lit(None).cast(StringType())) \
         .when(scale > 0, positive_scale) \
@@ -180,6 +212,16 @@ def _time_of_day(micros: Column) -> Column:
         "%s%02d:%02d:%02d.%06d", F.when(micros < 0, F.lit("-")).otherwise(F.lit("")),
         F.floor(magnitude / 3_600_000_000), F.floor(magnitude / 60_000_000) % 60,
         F.floor(magnitude / 1_000_000) % 60, magnitude % 1_000_000))
+
+
+def _iso_time(text: Column) -> Column:
+    """``io.debezium.time.IsoTime`` (``HH:MM[:SS[.f…]]Z``) -> ``HH:MM:SS.ffffff``, as the other time types give
+    it; another text is kept as it is."""
+    parts = r"^(\d{2}):(\d{2})(?::(\d{2}))?(?:\.(\d+))?Z?$"
+    part = lambda n: F.regexp_extract(text, parts, n)  # noqa: E731
+    return F.when(text.rlike(parts), F.format_string(
+        "%s:%s:%s.%s", part(1), part(2), F.when(part(3) != "", part(3)).otherwise(F.lit("00")),
+        F.rpad(F.substring(part(4), 1, 6), 6, "0"))).otherwise(text)
 
 
 POSITIVE_INFINITY_MICROS = 9223372036825200000
@@ -232,6 +274,11 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "io.debezium.time.MicroTime": (StringType(), lambda c: _time_of_day(c.cast("long"))),
     "io.debezium.time.NanoTime": (StringType(), lambda c: _time_of_day(F.floor(c.cast("long") / 1000))),
     "io.debezium.time.ZonedTime": (StringType(), lambda c: c),
+    # time.precision.mode=isostring: the same values as ISO texts in UTC (`2005-05-12Z`, `10:30:45.123456789Z`).
+    "io.debezium.time.IsoDate": (DateType(), lambda c: F.regexp_replace(c, "Z$", "").cast("date")),
+    "io.debezium.time.IsoTime": (StringType(), _iso_time),
+    "io.debezium.time.IsoTimestamp": (
+        TimestampNTZType(), lambda c: F.regexp_replace(c, "Z$", "").cast("timestamp_ntz")),
     "io.debezium.time.Year": (IntegerType(), lambda c: c.cast("int")),
     "io.debezium.data.Json": (StringType(), lambda c: c),
     "io.debezium.data.Uuid": (StringType(), lambda c: c),
@@ -279,7 +326,8 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
             return ColumnType(name, DecimalType(max(precision - scale, 1), 0),
                               lambda c, s=scale, p=precision - scale: decimal_from_base64(c, scale=s, precision=p),
                               optional, encoding)
-        if not 0 <= scale <= 38:  # no Spark decimal holds these values exactly (Oracle allows scales -84..127)
+        if not 0 <= scale <= 38 or precision > 38:
+            # No Spark decimal holds these values exactly: Oracle allows scales -84..127, MySQL precisions to 65.
             return ColumnType(name, StringType(), lambda c, s=scale: _decimal_text(c, F.lit(s)), optional, encoding)
         precision = min(max(precision, scale, 1), 38)
         return ColumnType(name, DecimalType(precision, scale),

@@ -182,7 +182,9 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
         "key_text": key_text,
         "before_text": unquote_json_text(b["before"]),
         "after_text": unquote_json_text(b["after"]),
-        "row_schema": F.when(j["payload"].isNotNull(), j["schema"]),
+        # An empty schema object (`"schema": {}`, as some writers send) declares nothing: typed as payload-only.
+        "row_schema": F.when(j["payload"].isNotNull() & ~F.coalesce(j["schema"].rlike(r"^\s*\{\s*\}\s*$"),
+                                                                    F.lit(False)), j["schema"]),
         "key_schema": key_schema,
         "ddl": null_string(),
     }
@@ -198,6 +200,10 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         # JSON at all (a string converter's key) still do.
         (F.col("key").rlike(r"^\s*\{") & k[CORRUPT].isNotNull(), F.lit("message key is not valid JSON"),
          "quarantine"),
+        (raw_op.isNull() & b["source"].isNull(), F.concat(
+            F.lit("missing fields payload.op and payload.source: not a change event (a row flattened by "
+                  "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: "),
+            F.coalesce(F.array_join(F.json_object_keys(_body_text(j)), ", "), F.lit("none"))), "quarantine"),
         (raw_op.isNull(), F.lit("missing field payload.op"), "quarantine"),
         (raw_op == "m", F.lit("logical decoding message (op=m)"), "skip"),
         (~raw_op.isin(*OPS),
@@ -331,7 +337,19 @@ def _is_no_change(j: Column) -> Column:
     source = _either(j, "source")
     return ((j["payload"].isNotNull() | source.isNotNull()) & _either(j, "op").isNull()
             & _either(j, "before").isNull() & _either(j, "after").isNull()
-            & (F.trim(F.coalesce(source["table"], F.lit(""))) == "") & ~_is_ddl(j))
+            & (F.trim(F.coalesce(source["table"], F.lit(""))) == "") & ~_is_ddl(j)
+            # Last (`AND` stops at the first false): nothing but bookkeeping in the body. A row flattened by
+            # ExtractNewRecordState (`{"schema", "payload": {"id": 1, "__op": "c"}}`) is not an empty event.
+            & (F.size(F.array_except(F.json_object_keys(_body_text(j)), F.array(*map(F.lit, _NO_CHANGE_FIELDS))))
+               == 0))
+
+
+_NO_CHANGE_FIELDS = ("schema", "payload", "source", "ts_ms", "ts_us", "ts_ns", "transaction", "op", "before", "after")
+
+
+def _body_text(j: Column) -> Column:
+    """The JSON text of the event's body: the envelope's payload, else the whole value."""
+    return F.when(j["payload"].isNotNull(), F.get_json_object(F.col("value"), "$.payload")).otherwise(F.col("value"))
 
 
 def _is_transaction(j: Column) -> Column:

@@ -5,8 +5,9 @@ A record: ``{id, op, dbType: "MongoDB", db, coll, value, where, recordType, extr
 
 - table ``db.coll`` with two columns: ``_id`` (the key: an ObjectId as its 24-hex text, other ids as their JSON
   text) and ``document`` (the current document as JSON text). Shell helpers become JSON: ``ObjectId("x")``,
-  ``ISODate("x")``, ``NumberDecimal("x")``, ``UUID("x")``, ``BinData(n, "x")`` -> ``"x"``; ``NumberLong(n)``,
-  ``NumberInt(n)`` -> ``n``; ``Timestamp(t, i)`` -> ``{"t": t, "i": i}``.
+  ``ISODate("x")``, ``NumberDecimal("x")``, ``UUID("x")``, ``[new] BinData(n, "x")`` -> ``"x"``;
+  ``NumberLong(n)``, ``NumberInt(n)`` -> ``n``; ``Timestamp(t, i)`` -> ``{"t": t, "i": i}``. Inside a string value
+  the same text is data and stays.
 - ``op``: INSERT -> c (value = the document), UPDATE with recordType ``replace`` -> u (value = the new document),
   DELETE (recordType ``doc``) -> d (value = ``{_id}``). UPDATE with update operators (recordType ``update``) is a
   partial update: ``document`` is unavailable (kept) and the operators travel as the record's ``patch``, which
@@ -33,13 +34,17 @@ ROW_SCHEMA = '{"mongo":true}'
 KEY_SCHEMA = '{"pkNames":["_id"]}'
 COLUMNS = ("_id", "document")
 
-_SHELL = (
+_OUTSIDE_STRINGS = r"""(?=(?:(?:[^"\\]|\\.)*+"(?:[^"\\]|\\.)*+")*+(?:[^"\\]|\\.)*+$)"""
+"""After a helper: what follows holds whole JSON strings only, so the helper was not inside a string value (a
+helper's own text holds whole strings too). Text such as ``"counts as NumberLong(5)"`` stays as it is."""
+
+_SHELL = tuple((pattern + _OUTSIDE_STRINGS, replacement) for pattern, replacement in (
     (r"""ObjectId\(\s*["']([0-9a-fA-F]{24})["']\s*\)""", '"$1"'),
     (r"""(?:ISODate|NumberDecimal|UUID)\(\s*"([^"]*)"\s*\)""", '"$1"'),
     (r"""(?:NumberLong|NumberInt)\(\s*"?(-?\d+)"?\s*\)""", "$1"),
-    (r"""BinData\(\s*\d+\s*,\s*"([^"]*)"\s*\)""", '"$1"'),
+    (r"""(?:new\s+)?BinData\(\s*\d+\s*,\s*"([^"]*)"\s*\)""", '"$1"'),
     (r"""Timestamp\(\s*(\d+)\s*,\s*(\d+)\s*\)""", '{"t": $1, "i": $2}'),
-)
+))
 
 
 def shell_to_json(text: Column) -> Column:
@@ -71,6 +76,18 @@ def _bad_operator(value: Column) -> Column:
             .when(F.size(dotted) > 0, F.concat(F.lit("MongoDB update of nested field path(s) "),
                                                F.array_join(dotted, ", "),
                                                F.lit(" is not supported (top-level fields only)"))))
+
+
+def _not_a_document(field: str, converted: Column) -> Column:
+    """Why a field is not a document after the shell helpers were converted, naming the first shell construct
+    left (e.g. ``new Date(``, ``MinKey``, a ``/regex/``) when there is one."""
+    construct = r"""((?:new\s+)?[A-Za-z_$][\w$]*\s*\(|\bM(?:in|ax)Key\b|/[^/"]+/[a-z]*)""" + _OUTSIDE_STRINGS
+    left = F.regexp_extract(converted, construct, 1)
+    return F.concat(F.lit(f"field {field} is not a document (mongo shell JSON)"), F.when(left != "", F.concat(
+        F.lit(": unsupported shell syntax "), F.trim(left), F.lit(f" (cdclake converts {_HELPERS})"))).otherwise(""))
+
+
+_HELPERS = "ObjectId, ISODate, NumberDecimal, UUID, BinData, NumberLong, NumberInt, Timestamp"
 
 
 def _prepare(j: Column) -> dict[str, Column]:
@@ -114,10 +131,10 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
         (cols["op"].isNull(),
          F.concat(F.lit("unknown op '"), j["op"], F.lit("' (expected INSERT, UPDATE or DELETE)")), "quarantine"),
         (cols["table_id"].isNull(), F.lit("missing field coll"), "quarantine"),
-        (value.isNull() | F.get_json_object(value, "$").isNull(),
-         F.lit("field value is missing or not a document (mongo shell JSON)"), "quarantine"),
+        (value.isNull(), F.lit("field value is missing"), "quarantine"),
+        (F.get_json_object(value, "$").isNull(), _not_a_document("value", value), "quarantine"),
         (F.col("_mw").isNotNull() & F.get_json_object(F.col("_mw"), "$").isNull(),
-         F.lit("field where is not a document (mongo shell JSON)"), "quarantine"),
+         _not_a_document("where", F.col("_mw")), "quarantine"),
         (F.get_json_object(cols["key_text"], "$._id").isNull(), F.lit("no _id in where or value"), "quarantine"),
         (cols["source_pos"].isNull(), F.lit("no source position: clusterTime and id are missing"), "quarantine"),
         ((cols["op"] == "u") & operators & _bad_operator(value).isNotNull(), _bad_operator(value), "quarantine"),
