@@ -183,8 +183,9 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
         "before_text": unquote_json_text(b["before"]),
         "after_text": unquote_json_text(b["after"]),
         # An empty schema object (`"schema": {}`, as some writers send) declares nothing: typed as payload-only.
-        "row_schema": F.when(j["payload"].isNotNull() & ~F.coalesce(j["schema"].rlike(r"^\s*\{\s*\}\s*$"),
-                                                                    F.lit(False)), j["schema"]),
+        # The length test first (`AND` stops there): a real schema's ~2 KB text is not scanned by the regex.
+        "row_schema": F.when(j["payload"].isNotNull() & ~F.coalesce(
+            (F.length(j["schema"]) < 16) & j["schema"].rlike(r"^\s*\{\s*\}\s*$"), F.lit(False)), j["schema"]),
         "key_schema": key_schema,
         "ddl": null_string(),
     }
