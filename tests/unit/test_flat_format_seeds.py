@@ -889,6 +889,12 @@ def test_timestamp_texts_without_an_offset_are_read_in_the_sources_time_zone(spa
     times = read_staged(spark, staging_dir(session_lake, source, batch_id) / "inventory.customers").select(
         F.unix_millis("source_ts").alias("ms")).collect()
     assert [t.ms for t in times] == [0]
+    # The same message from a source in UTC, in the same process (whose parse of CKafka is built once per zone).
+    batch_id, _ = run(spark, session_lake, f"{source}_utc", ["ckafka/dml_insert.json"], "ckafka",
+                      keys=["inventory.customers=id"])
+    times = read_staged(spark, staging_dir(session_lake, f"{source}_utc", batch_id) / "inventory.customers").select(
+        F.unix_millis("source_ts").alias("ms")).collect()
+    assert [t.ms for t in times] == [8 * 3600 * 1000]
 
 
 @pytest.mark.parametrize("zone", ["Asia/Shanghai", "UTC", "+08:00", "-05:30"])

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
 from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, status
+from cdclake.formats.sqltypes import source_zone
 
 SHAPE_COLUMNS = (
     "table_id", "op", "source_pos", "source_ts", "snapshot",
@@ -131,33 +132,73 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
         known: Every shape, to name what a message of another dialect looks like.
         fmt: Format name, for reasons.
     """
+    return _plan(tuple(accepted), tuple(known), fmt).apply(raw)
+
+
+@dataclass(frozen=True)
+class _ParsePlan:
+    """The column expressions of :func:`parse_messages`, in the order they apply: they depend on the format (and
+    the source's time zone), not on the batch, so a process builds them once per format (:func:`_plan`)."""
+
+    steps: tuple[tuple[str, Sequence[Column]], ...]
+
+    def apply(self, raw: DataFrame) -> DataFrame:
+        df = raw
+        for kind, columns in self.steps:
+            df = df.select("*", *columns) if kind == "add" else df.select(*columns)
+        return df
+
+
+_PLANS: dict[tuple[object, ...], _ParsePlan] = {}
+
+
+def _plan(accepted: tuple[Shape, ...], known: tuple[Shape, ...], fmt: str) -> _ParsePlan:
+    """The parse plan for a format, built on first use in the process.
+
+    Building it is thousands of calls into the JVM (about 1.5 s of driver time for ``auto``), as much as the rest
+    of a small batch's parse; the expressions themselves are unresolved and carry no batch data, so one plan
+    serves every batch. A plan is kept per JVM (a new gateway gets its own) and per source time zone (CKafka's
+    ``TIME`` is read in it)."""
+    from pyspark import SparkContext
+
+    key = (tuple(s.name for s in accepted), tuple(s.name for s in known), fmt, source_zone(),
+           id(SparkContext._gateway))  # type: ignore[attr-defined]
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _build_plan(accepted, known, fmt)
+    return plan
+
+
+def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> _ParsePlan:
     j = F.col("_j")
     detect_order = list(accepted) + [s for s in known if s not in accepted]
     shape: Column = F.lit(None).cast("string")
     for s in reversed(detect_order):
         shape = F.when(s.detect(j), F.lit(s.name)).otherwise(shape)
-    df = (raw.withColumn("_j", F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA))
-          .withColumn("_shape", shape))
+    steps: list[tuple[str, Sequence[Column]]] = [
+        ("add", [F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA).alias("_j")]),
+        ("add", [shape.alias("_shape")]),
+    ]
     prepared: dict[str, dict[str, Column]] = {}
     for s in accepted:
         for name, expr in s.prepare(j).items():
             prepared.setdefault(name, {})[s.name] = expr
     for name, by_shape in prepared.items():
         users = [s for s in accepted if s.name in by_shape]
-        df = df.withColumn(name, _combine(users, by_shape, F.lit(None)))
+        steps.append(("add", [_combine(users, by_shape, F.lit(None)).alias(name)]))
     multi = [s for s in accepted if s.rows is not None]
     if multi:
         rows = _combine(multi, {s.name: s.rows(j) for s in multi}, F.lit(None).cast(_ROWS))  # type: ignore[misc]
-        df = df.select("*", F.posexplode_outer(rows).alias("_ri", "_row"))
+        steps.append(("add", [F.posexplode_outer(rows).alias("_ri", "_row")]))
     else:
-        df = df.withColumn("_ri", F.lit(None).cast("int")).withColumn("_row", null_string())
+        steps.append(("add", [F.lit(None).cast("int").alias("_ri"), null_string().alias("_row")]))
     row, row_index = F.col("_row"), F.coalesce(F.col("_ri"), F.lit(0))
     columns = {s.name: s.columns(j, row, row_index) for s in accepted}
     out = {c: _combine(accepted, {n: cols.get(c, _null_of(c)) for n, cols in columns.items()}, _null_of(c))
            for c in SHAPE_COLUMNS}
     # The columns are computed once, here; the rules below read them (where a message has a shape, the combined
     # column is that shape's), so a rule on e.g. table_id does not compute it again for status and for reason.
-    df = df.select("*", *[expr.alias(c) for c, expr in out.items()])
+    steps.append(("add", [expr.alias(c) for c, expr in out.items()]))
     computed = {c: F.col(c) for c in SHAPE_COLUMNS}
     shape_status = {}
     shape_reason = {}
@@ -188,13 +229,13 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     )
     final_status = F.when(st != "ok", st).otherwise(_combine(accepted, shape_status, F.lit("ok")))
     final_reason = F.when(st != "ok", why).otherwise(_combine(accepted, shape_reason, null_string()))
-    return df.select(
-        "input", "file_index", "index", row_index.alias("row_index"), "line", "byte_offset", "offset",
-        "key", "value",
-        *SHAPE_COLUMNS,
+    steps.append(("select", [
+        *[F.col(c) for c in ("input", "file_index", "index")], row_index.alias("row_index"),
+        *[F.col(c) for c in ("line", "byte_offset", "offset", "key", "value", *SHAPE_COLUMNS)],
         final_status.alias("status"),
         final_reason.alias("reason"),
-    )
+    ]))
+    return _ParsePlan(tuple(steps))
 
 
 _STRUCTURED = (("payload", "{"), ("source", "{"), ("position", "{"), ("data", "["), ("old", "["), ("_tidb", "{"),

@@ -1,0 +1,46 @@
+"""The process's SparkSession across batches: later batches of the same shape reuse the code Spark compiled for the
+first (``spark.sql.codegen.cache.maxEntries``, :func:`cdclake.spark.spark_conf`)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from cdclake.apply_options import ApplyOptions
+from cdclake.landing import InputFile, land_files
+from cdclake.normalize import normalize_batch
+from cdclake.pipeline import apply_batch
+from cdclake.reader import dump_rows
+
+
+def _canal(database: str, kind: str, rows: list[dict[str, str]], position: int,
+           old: list[dict[str, str]] | None = None) -> dict[str, object]:
+    return {"data": rows, "database": database, "es": position, "id": position, "isDdl": False,
+            "mysqlType": {"id": "int", "name": "varchar(20)", "amt": "decimal(10,2)"}, "old": old,
+            "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "name": 12, "amt": 3}, "table": "items", "ts": position,
+            "type": kind}
+
+
+def test_later_batches_of_the_same_shape_compile_little(spark, session_lake):
+    # Spark's default cache (100 classes) is smaller than what one batch's normalize and apply generate (~170), so
+    # each batch used to compile every class again; with room for them a later batch compiles only a few.
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[attr-defined]
+    source, database = f"codegen_{uuid.uuid4().hex[:6]}", f"cg{uuid.uuid4().hex[:6]}"
+    compiled = []
+    for n in range(3):
+        messages = [
+            _canal(database, "INSERT", [{"id": str(10 * n + i), "name": f"x{i}", "amt": "1.50"} for i in range(3)],
+                   2 * n + 1),
+            _canal(database, "UPDATE", [{"id": str(10 * n), "name": "y", "amt": "2.00"}], 2 * n + 2,
+                   old=[{"name": "x0"}]),
+        ]
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[InputFile(
+            f"mem://{source}/{n}.jsonl", "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8"))])
+        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
+        compiled.append(metrics.METRIC_COMPILATION_TIME().getCount() - before)
+    rows = dump_rows(session_lake, f"{database}.items")
+    assert [(r["id"], r["name"]) for r in rows] == [(0, "y"), (1, "x1"), (2, "x2"), (10, "y"), (11, "x1"),
+                                                    (12, "x2"), (20, "y"), (21, "x1"), (22, "x2")]
+    assert compiled[2] < 60, compiled
