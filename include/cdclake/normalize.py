@@ -62,6 +62,7 @@ from cdclake.ddl_history import History
 from cdclake.schema_changes import SKIP_CREATE, ColumnDefault, DdlPolicies, Outcome, TableDefinition, interpret
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths, list_batches, read_manifest
+from cdclake.plans import ColumnPlan, cached_plan, plan_key
 from cdclake.records import position
 from cdclake.settings import LakeSettings
 from cdclake.spark import CASE_SENSITIVE, WHOLE_STAGE_CODEGEN, session_settings
@@ -168,6 +169,9 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     An update whose before image has another primary-key value than its after image (canal/DRS/CKafka report a key
     change that way) becomes a delete of the old key and an upsert of the new one, at the same position.
 
+    The expressions depend on the table's typing, not on the batch: a process builds them once per typing
+    (:mod:`cdclake.plans`), and the batch id comes in as a column.
+
     Args:
         parsed: Parsed records of one table with status ``ok``.
         typing: The table's columns and key.
@@ -179,18 +183,28 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         Canonical records, plus ``_key_ok`` (false when a key column has no value) and ``_cast_error`` (null, or
         which values did not convert to their column's type).
     """
+    passthrough = tuple(c for c in parsed.columns if c.startswith("_q_"))
+    key = plan_key("records", typing, source, fmt, passthrough, source_zone())
+    plan = cached_plan(key, lambda: _records_plan(typing, source=source, fmt=fmt, passthrough=passthrough))
+    return plan.apply(parsed.select("*", F.lit(batch_id).alias(_BATCH)))
+
+
+_BATCH = "_cdc_batch"
+"""The batch id, as a column of the records being typed (not a literal in the cached expressions)."""
+
+
+def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tuple[str, ...]) -> ColumnPlan:
     def text_struct(names: list[str]) -> StructType:
         return StructType([StructField(n, StringType()) for n in dict.fromkeys(
             source for name in names for source in typing.sources(name))])
 
     by_name = {c.name: c for c in typing.columns}
-    staged = parsed.select(
-        "*",
+    texts = [
         F.from_json(F.col("after_text"), text_struct(list(by_name))).alias("_ar"),
         F.from_json(F.coalesce("before_text", "old_text"), text_struct(list(by_name))).alias("_br"),
         F.when(F.col("before_text").isNull(), F.json_object_keys("old_text")).alias("_ok"),
         F.from_json(F.col("key_text"), text_struct(list(typing.key))).alias("_kr"),
-    )
+    ]
     after_raw, before_raw, key_raw = _Image("_ar", typing), _Before(typing), _Image("_kr", typing)
     has_before = F.col("before_text").isNotNull() | F.col("_ok").isNotNull()
 
@@ -207,8 +221,7 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
     before_key_ok = F.lit(bool(typing.key))
     for k in typing.key:
         before_key_ok = before_key_ok & before_raw[k].isNotNull()
-    staged = staged.select(
-        "*",
+    typed = [
         image(before_raw, has_before).alias("_before"),
         image(after_raw, F.col("after_text").isNotNull()).alias("_after"),
         (F.struct(*[by_name[k].convert(t).alias(k) for k, t in zip(typing.key, key_text)])
@@ -216,21 +229,18 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         (F.struct(*[by_name[k].convert(before_raw[k]).alias(k) for k in typing.key])
          if typing.key else F.lit(None)).alias("_before_key"),
         ((F.col("op") == "t") | key_ok).alias("_key_ok"),
-    )
+    ]
     failures = [
-        F.when(raw.value(c).isNotNull() & typed[c.name].isNull(),
+        F.when(raw.value(c).isNotNull() & typed_image[c.name].isNull(),
                F.concat(F.lit(f"{side} column {c.name} ({c.data_type.simpleString()}): "),
                         F.to_json(F.array(F.substring(raw[c.name], 1, 200)))))
-        for side, raw, typed in (("after", after_raw, F.col("_after")), ("before", before_raw, F.col("_before")))
+        for side, raw, typed_image in (("after", after_raw, F.col("_after")), ("before", before_raw, F.col("_before")))
         for c in typing.columns
     ]
     cast_error = F.concat_ws("; ", *failures) if failures else F.lit("")
-    staged = staged.withColumn(
-        "_cast_error", F.when(cast_error != "", F.concat(F.lit("value does not convert to the column type: "),
-                                                         cast_error)))
+    checked = F.when(cast_error != "", F.concat(F.lit("value does not convert to the column type: "), cast_error))
     key_change = (F.col("op") == "u") & before_key_ok & (F.col("_before_key") != F.col("_key"))
-    staged = staged.withColumn("_part", F.explode(F.when(key_change, F.array(F.lit(1), F.lit(2)))
-                                                  .otherwise(F.array(F.lit(0)))))
+    part = F.explode(F.when(key_change, F.array(F.lit(1), F.lit(2))).otherwise(F.array(F.lit(0))))
     old_key_delete = F.col("_part") == 1
     no_names = F.array().cast(ArrayType(StringType()))
     unavailable = no_names
@@ -243,17 +253,19 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         unavailable = F.when(any_placeholder, F.filter(
             F.array(*[F.when(p, F.lit(c.name)) for p, c in zip(placeholders, typing.columns)]),
             lambda x: x.isNotNull())).otherwise(no_names)
-    return staged.select(
+    batch = F.col(_BATCH)
+    return ColumnPlan.of(("add", texts), ("add", typed), ("add", [checked.alias("_cast_error")]),
+                         ("add", [part.alias("_part")]), ("select", [
         F.when(old_key_delete, F.lit("d")).otherwise(F.col("op")).alias("op"),
         F.col("table_id"),
         F.when(old_key_delete, F.col("_before_key")).otherwise(F.col("_key")).alias("key"),
         F.col("_before").alias("before"),
         F.when(old_key_delete, F.lit(None)).otherwise(F.col("_after")).alias("after"),
-        position(F.col("source_pos"), F.lit(batch_id), F.col("file_index"), F.col("index"), F.col("row_index"))
+        position(F.col("source_pos"), batch, F.col("file_index"), F.col("index"), F.col("row_index"))
         .alias("position"),
         F.col("source_ts"),
         F.col("snapshot"),
-        F.lit(batch_id).alias("batch_id"),
+        batch.alias("batch_id"),
         F.lit(source).alias("source"),
         F.lit(fmt).alias("format"),
         F.col("input").alias("input_file"),
@@ -263,8 +275,8 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         F.col("patch"),
         F.col("_key_ok"),
         F.col("_cast_error"),
-        *[F.col(c) for c in parsed.columns if c.startswith("_q_")],
-    )
+        *[F.col(c) for c in passthrough],
+    ]))
 
 
 _NOTHING_TO_TRUNCATE = ("TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position "

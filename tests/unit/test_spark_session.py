@@ -1,5 +1,6 @@
 """The process's SparkSession across batches: later batches of the same shape reuse the code Spark compiled for the
-first (``spark.sql.codegen.cache.maxEntries``, :func:`cdclake.spark.spark_conf`)."""
+first (``spark.sql.codegen.cache.maxEntries``, :func:`cdclake.spark.spark_conf`) and the expressions the process
+built for it (:mod:`cdclake.plans`), and each batch's records still carry their own batch id."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import uuid
 
 from cdclake.apply_options import ApplyOptions
+from cdclake import plans
 from cdclake.landing import InputFile, land_files
-from cdclake.normalize import normalize_batch
+from cdclake.normalize import normalize_batch, read_staged, staging_dir
 from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
 
@@ -21,12 +23,15 @@ def _canal(database: str, kind: str, rows: list[dict[str, str]], position: int,
             "type": kind}
 
 
-def test_later_batches_of_the_same_shape_compile_little(spark, session_lake):
+def test_later_batches_of_the_same_shape_compile_little(spark, session_lake, monkeypatch):
     # Spark's default cache (100 classes) is smaller than what one batch's normalize and apply generate (~170), so
     # each batch used to compile every class again; with room for them a later batch compiles only a few.
     metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[attr-defined]
     source, database = f"codegen_{uuid.uuid4().hex[:6]}", f"cg{uuid.uuid4().hex[:6]}"
-    compiled = []
+    compiled, batches, plans_built = [], [], []
+    built: list[int] = []
+    of = plans.ColumnPlan.of
+    monkeypatch.setattr(plans.ColumnPlan, "of", classmethod(lambda cls, *items: built.append(1) or of(*items)))
     for n in range(3):
         messages = [
             _canal(database, "INSERT", [{"id": str(10 * n + i), "name": f"x{i}", "amt": "1.50"} for i in range(3)],
@@ -36,11 +41,19 @@ def test_later_batches_of_the_same_shape_compile_little(spark, session_lake):
         ]
         batch_id, _, _, _ = land_files(session_lake, source=source, files=[InputFile(
             f"mem://{source}/{n}.jsonl", "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8"))])
-        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        batches.append(batch_id)
+        before, known = metrics.METRIC_COMPILATION_TIME().getCount(), len(built)
         normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+        plans_built.append(len(built) - known)
+        staged = read_staged(spark, staging_dir(session_lake, source, batch_id) / f"{database}.items").collect()
+        # The cached expressions take the batch id from a column: each batch's records carry their own.
+        assert {(r["batch_id"], f"/{batch_id}/" in r["position"]) for r in staged} == {(batch_id, True)}
         apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=ApplyOptions())
         compiled.append(metrics.METRIC_COMPILATION_TIME().getCount() - before)
-    rows = dump_rows(session_lake, f"{database}.items")
-    assert [(r["id"], r["name"]) for r in rows] == [(0, "y"), (1, "x1"), (2, "x2"), (10, "y"), (11, "x1"),
-                                                    (12, "x2"), (20, "y"), (21, "x1"), (22, "x2")]
+    rows = dump_rows(session_lake, f"{database}.items", all_columns=True)
+    assert [(r["id"], r["name"], r["_cdc_batch_id"]) for r in rows] == [
+        (0, "y", batches[0]), (1, "x1", batches[0]), (2, "x2", batches[0]), (10, "y", batches[1]),
+        (11, "x1", batches[1]), (12, "x2", batches[1]), (20, "y", batches[2]), (21, "x1", batches[2]),
+        (22, "x2", batches[2])]
     assert compiled[2] < 60, compiled
+    assert plans_built[1:] == [0, 0], plans_built  # the parse and the table's typing were built once

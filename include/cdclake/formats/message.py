@@ -22,6 +22,7 @@ from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
 from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, status
 from cdclake.formats.sqltypes import source_zone
+from cdclake.plans import ColumnPlan, cached_plan
 
 SHAPE_COLUMNS = (
     "table_id", "op", "source_pos", "source_ts", "snapshot",
@@ -135,41 +136,16 @@ def parse_messages(raw: DataFrame, *, accepted: Sequence[Shape], known: Sequence
     return _plan(tuple(accepted), tuple(known), fmt).apply(raw)
 
 
-@dataclass(frozen=True)
-class _ParsePlan:
-    """The column expressions of :func:`parse_messages`, in the order they apply: they depend on the format (and
-    the source's time zone), not on the batch, so a process builds them once per format (:func:`_plan`)."""
+def _plan(accepted: tuple[Shape, ...], known: tuple[Shape, ...], fmt: str) -> ColumnPlan:
+    """The parse plan for a format, built on first use in the process (:func:`cdclake.plans.cached_plan`).
 
-    steps: tuple[tuple[str, Sequence[Column]], ...]
-
-    def apply(self, raw: DataFrame) -> DataFrame:
-        df = raw
-        for kind, columns in self.steps:
-            df = df.select("*", *columns) if kind == "add" else df.select(*columns)
-        return df
+    Building it is thousands of calls into the JVM (about 1.5 s of driver time for ``auto``); the expressions
+    depend on the format and the source's time zone (CKafka's ``TIME`` is read in it), not on the batch."""
+    key = (tuple(s.name for s in accepted), tuple(s.name for s in known), fmt, source_zone())
+    return cached_plan(("parse", *key), lambda: _build_plan(accepted, known, fmt))
 
 
-_PLANS: dict[tuple[object, ...], _ParsePlan] = {}
-
-
-def _plan(accepted: tuple[Shape, ...], known: tuple[Shape, ...], fmt: str) -> _ParsePlan:
-    """The parse plan for a format, built on first use in the process.
-
-    Building it is thousands of calls into the JVM (about 1.5 s of driver time for ``auto``), as much as the rest
-    of a small batch's parse; the expressions themselves are unresolved and carry no batch data, so one plan
-    serves every batch. A plan is kept per JVM (a new gateway gets its own) and per source time zone (CKafka's
-    ``TIME`` is read in it)."""
-    from pyspark import SparkContext
-
-    key = (tuple(s.name for s in accepted), tuple(s.name for s in known), fmt, source_zone(),
-           id(SparkContext._gateway))  # type: ignore[attr-defined]
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _build_plan(accepted, known, fmt)
-    return plan
-
-
-def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> _ParsePlan:
+def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> ColumnPlan:
     j = F.col("_j")
     detect_order = list(accepted) + [s for s in known if s not in accepted]
     shape: Column = F.lit(None).cast("string")
@@ -235,7 +211,7 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
         final_status.alias("status"),
         final_reason.alias("reason"),
     ]))
-    return _ParsePlan(tuple(steps))
+    return ColumnPlan.of(*steps)
 
 
 _STRUCTURED = (("payload", "{"), ("source", "{"), ("position", "{"), ("data", "["), ("old", "["), ("_tidb", "{"),
