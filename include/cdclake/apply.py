@@ -606,6 +606,14 @@ def _is_commit_conflict(exc: Exception) -> bool:
     return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
 
 
+def _conflict_line(exc: Exception) -> str:
+    """The line of a commit conflict's error that says what conflicted (py4j's first line names only the call)."""
+    lines = str(exc).splitlines()
+    found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln),
+                 lines[0] if lines else "")
+    return found.strip(" :")[:300]
+
+
 def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
                 options: ApplyOptions = ApplyOptions(), source: str | None = None,
                 batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = ()) -> TableCounts:
@@ -709,7 +717,7 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
             if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
                 raise
             log.warning("table %s: commit conflict (attempt %d of %d), re-classifying: %s", tid, attempt,
-                        COMMIT_ATTEMPTS, str(exc).splitlines()[0])
+                        COMMIT_ATTEMPTS, _conflict_line(exc))
             time.sleep(0.5 * attempt)
     raise AssertionError("unreachable")
 
