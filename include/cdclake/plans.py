@@ -106,7 +106,9 @@ def fingerprint(value: Any, depth: int = 0) -> Hashable:
             cells = tuple(inner(c.cell_contents) for c in value.__closure__ or ())
         except ValueError as exc:  # an empty cell: the function is not finished being defined
             raise Unkeyable(f"{value.__qualname__}: {exc}") from exc
-        return "function", value.__code__, inner(value.__defaults__), inner(value.__kwdefaults__), cells
+        # The module too: two modules' functions can have equal code and read different globals.
+        return ("function", value.__module__, value.__code__, inner(value.__defaults__), inner(value.__kwdefaults__),
+                cells)
     if isinstance(value, types.MethodType):
         return "method", inner(value.__func__), inner(value.__self__)
     if isinstance(value, (types.BuiltinFunctionType, type)):
