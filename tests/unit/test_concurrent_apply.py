@@ -9,13 +9,11 @@ table is written out by hand from the messages' positions.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
 import uuid
-from pathlib import Path
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
@@ -24,19 +22,12 @@ import cdclake.apply as apply_module
 from cdclake.apply import changelog_table_id
 from cdclake.apply_options import ApplyOptions
 from cdclake.identity import spark_table_name
-from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch
 from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
+from tests.support.canal_batches import canal, land_messages
 
 GATE_TIMEOUT_S = 300
-
-
-def _canal(database: str, kind: str, rows: list[dict[str, str]], es: int, old: list[dict[str, str]] | None = None
-           ) -> dict[str, object]:
-    return {"data": rows, "database": database, "es": es, "id": es, "isDdl": False,
-            "mysqlType": {"id": "int", "name": "varchar(20)"}, "old": old, "pkNames": ["id"], "sql": "",
-            "sqlType": {"id": 4, "name": 12}, "table": "items", "ts": es, "type": kind}
 
 
 def _gate(directory: str):
@@ -61,24 +52,23 @@ def test_a_merge_overtaken_by_another_writer_is_retried_and_loses_nothing(spark,
     source, database = f"race_{uuid.uuid4().hex[:6]}", f"race{uuid.uuid4().hex[:6]}"
     tid = f"{database}.items"
     batches = {
-        "zero": [_canal(database, "INSERT", [{"id": str(i), "name": f"a{i}"} for i in range(1, 5)], 1000)],
+        "zero": [canal(database, "INSERT", [{"id": str(i), "name": f"a{i}"} for i in range(1, 5)], 1000)],
         "a": [
-            _canal(database, "UPDATE", [{"id": "1", "name": "A1"}], 2000, old=[{"name": "a1"}]),
-            _canal(database, "DELETE", [{"id": "2", "name": "a2"}], 2001),
-            _canal(database, "INSERT", [{"id": "5", "name": "A5"}], 2002),
+            canal(database, "UPDATE", [{"id": "1", "name": "A1"}], 2000, old=[{"name": "a1"}]),
+            canal(database, "DELETE", [{"id": "2", "name": "a2"}], 2001),
+            canal(database, "INSERT", [{"id": "5", "name": "A5"}], 2002),
         ],
         "b": [
-            _canal(database, "UPDATE", [{"id": "1", "name": "B1"}], 3000, old=[{"name": "A1"}]),
-            _canal(database, "UPDATE", [{"id": "3", "name": "B3"}], 3001, old=[{"name": "a3"}]),
-            _canal(database, "INSERT", [{"id": "6", "name": "B6"}], 3002),
-            _canal(database, "UPDATE", [{"id": "5", "name": "B5"}], 3003, old=[{"name": "A5"}]),
-            _canal(database, "DELETE", [{"id": "4", "name": "a4"}], 3004),
+            canal(database, "UPDATE", [{"id": "1", "name": "B1"}], 3000, old=[{"name": "A1"}]),
+            canal(database, "UPDATE", [{"id": "3", "name": "B3"}], 3001, old=[{"name": "a3"}]),
+            canal(database, "INSERT", [{"id": "6", "name": "B6"}], 3002),
+            canal(database, "UPDATE", [{"id": "5", "name": "B5"}], 3003, old=[{"name": "A5"}]),
+            canal(database, "DELETE", [{"id": "4", "name": "a4"}], 3004),
         ],
     }
     ids = {}
     for name, messages in batches.items():
-        ids[name], _, _, _ = land_files(session_lake, source=source, files=[InputFile(
-            f"mem://{source}/{name}.jsonl", "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8"))])
+        ids[name] = land_messages(session_lake, source, name, messages)
         normalize_batch(spark, session_lake, source=source, batch_id=ids[name], fmt="canal")
     apply_batch(spark, session_lake, source=source, batch_id=ids["zero"], default=ApplyOptions())
 
@@ -131,4 +121,3 @@ def test_a_merge_overtaken_by_another_writer_is_retried_and_loses_nothing(spark,
     written = sorted((r["_cdc_batch_id"], r["n"]) for r in changelog.groupBy("_cdc_batch_id").agg(
         F.count(F.lit(1)).alias("n")).collect())
     assert written == sorted([(ids["zero"], 4), (ids["a"], 3), (ids["b"], 5)])
-    assert Path(gate_dir / "go").exists()

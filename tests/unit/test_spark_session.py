@@ -4,23 +4,17 @@ built for it (:mod:`cdclake.plans`), and each batch's records still carry their 
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from cdclake.apply_options import ApplyOptions
 from cdclake import plans
-from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
 from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
+from tests.support.canal_batches import TYPES, canal, land_messages
 
 
-def _canal(database: str, kind: str, rows: list[dict[str, str]], position: int,
-           old: list[dict[str, str]] | None = None) -> dict[str, object]:
-    return {"data": rows, "database": database, "es": position, "id": position, "isDdl": False,
-            "mysqlType": {"id": "int", "name": "varchar(20)", "amt": "decimal(10,2)"}, "old": old,
-            "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "name": 12, "amt": 3}, "table": "items", "ts": position,
-            "type": kind}
+AMOUNTS = {**TYPES, "amt": ("decimal(10,2)", 3)}
 
 
 def test_later_batches_of_the_same_shape_compile_little(spark, session_lake, monkeypatch):
@@ -34,13 +28,12 @@ def test_later_batches_of_the_same_shape_compile_little(spark, session_lake, mon
     monkeypatch.setattr(plans.ColumnPlan, "of", classmethod(lambda cls, *items: built.append(1) or of(*items)))
     for n in range(3):
         messages = [
-            _canal(database, "INSERT", [{"id": str(10 * n + i), "name": f"x{i}", "amt": "1.50"} for i in range(3)],
-                   2 * n + 1),
-            _canal(database, "UPDATE", [{"id": str(10 * n), "name": "y", "amt": "2.00"}], 2 * n + 2,
-                   old=[{"name": "x0"}]),
+            canal(database, "INSERT", [{"id": str(10 * n + i), "name": f"x{i}", "amt": "1.50"} for i in range(3)],
+                  2 * n + 1, types=AMOUNTS),
+            canal(database, "UPDATE", [{"id": str(10 * n), "name": "y", "amt": "2.00"}], 2 * n + 2,
+                  old=[{"name": "x0"}], types=AMOUNTS),
         ]
-        batch_id, _, _, _ = land_files(session_lake, source=source, files=[InputFile(
-            f"mem://{source}/{n}.jsonl", "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8"))])
+        batch_id = land_messages(session_lake, source, str(n), messages)
         batches.append(batch_id)
         before, known = metrics.METRIC_COMPILATION_TIME().getCount(), len(built)
         normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")

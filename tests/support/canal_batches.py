@@ -1,0 +1,30 @@
+"""Small canal batches for in-process tests: flat messages of one ``<database>.items`` table, landed as one JSON
+Lines file per batch."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from cdclake.landing import InputFile, land_files
+from cdclake.settings import LakeSettings
+
+TYPES = {"id": ("int", 4), "name": ("varchar(20)", 12)}
+"""Column -> (``mysqlType``, ``sqlType``) of the table; ``id`` is its key."""
+
+
+def canal(database: str, kind: str, rows: Sequence[Mapping[str, str]], position: int,
+          old: Sequence[Mapping[str, str]] | None = None,
+          types: Mapping[str, tuple[str, int]] = TYPES) -> dict[str, object]:
+    """A canal flat message whose ``es``, ``id`` and ``ts`` are all ``position``."""
+    return {"data": list(rows), "database": database, "es": position, "id": position, "isDdl": False,
+            "mysqlType": {c: t for c, (t, _) in types.items()}, "old": list(old) if old is not None else None,
+            "pkNames": ["id"], "sql": "", "sqlType": {c: code for c, (_, code) in types.items()}, "table": "items",
+            "ts": position, "type": kind}
+
+
+def land_messages(settings: LakeSettings, source: str, name: str, messages: Sequence[Mapping[str, object]]) -> str:
+    """Land ``messages`` as the source's next batch (one file, ``name``); returns the batch id."""
+    text = "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8")
+    batch_id, _, _, _ = land_files(settings, source=source, files=[InputFile(f"mem://{source}/{name}.jsonl", text)])
+    return batch_id
