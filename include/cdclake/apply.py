@@ -1,6 +1,7 @@
 """Apply: staged canonical records -> Iceberg tables, with a per-key high-water mark.
 
-For each table of a batch:
+For each table of a batch, holding the table's lock (``cdclake.locks``: one apply or maintenance run per table at a
+time, so the tombstones and cut a classification read cannot change before its MERGE):
 
 1. **Cut.** A truncate in the batch, or the end of a snapshot (``snapshot`` ``last`` /
    ``last_in_data_collection``: re-snapshot reconciliation), removes every stored row older than it and makes every
@@ -62,12 +63,13 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, create_table, sql_literal,
-    table_exists, table_properties, table_schema,
+    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, conflict_line, create_table,
+    is_commit_conflict, sql_literal, table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
 from cdclake.identity import spark_table_name, split_table_id
+from cdclake.locks import table_lock
 from cdclake.normalize import read_staged, staged_tables, staging_dir
 from cdclake.pipeline import ApplyResult, TableCounts
 from cdclake.settings import LakeSettings
@@ -601,19 +603,6 @@ def _seed_history(spark: SparkSession, tid: str, hid: str, columns: Sequence[Str
     log.info("history %s: seeded with the current rows of %s (history turned on for a table with rows)", hid, tid)
 
 
-def _is_commit_conflict(exc: Exception) -> bool:
-    text = str(exc)
-    return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
-
-
-def _conflict_line(exc: Exception) -> str:
-    """The line of a commit conflict's error that says what conflicted (py4j's first line names only the call)."""
-    lines = str(exc).splitlines()
-    found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln),
-                 lines[0] if lines else "")
-    return found.strip(" :")[:300]
-
-
 def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
                 options: ApplyOptions = ApplyOptions(), source: str | None = None,
                 batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = ()) -> TableCounts:
@@ -633,7 +622,17 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
 
     Returns:
         What the batch did to the table.
+
+    Raises:
+        TableLockTimeout: Another apply or maintenance run of the table held its lock too long (``cdclake.locks``).
     """
+    with table_lock(spark, tid, f"apply of batch {batch_id}" if batch_id else "apply"):
+        return _apply_table(spark, changes, tid=tid, key=key, options=options, source=source, batch_id=batch_id,
+                            defaults=defaults)
+
+
+def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str], options: ApplyOptions,
+                 source: str | None, batch_id: str | None, defaults: Sequence[Mapping[str, str]]) -> TableCounts:
     name = spark_table_name(tid)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
@@ -714,10 +713,10 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
                 _set_full_sync(spark, tid, "")
             return counts
         except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
-            if attempt == COMMIT_ATTEMPTS or not _is_commit_conflict(exc):
+            if attempt == COMMIT_ATTEMPTS or not is_commit_conflict(exc):
                 raise
             log.warning("table %s: commit conflict (attempt %d of %d), re-classifying: %s", tid, attempt,
-                        COMMIT_ATTEMPTS, _conflict_line(exc))
+                        COMMIT_ATTEMPTS, conflict_line(exc))
             time.sleep(0.5 * attempt)
     raise AssertionError("unreachable")
 

@@ -115,3 +115,17 @@ def commit_properties(spark: "SparkSession", properties: dict[str, str]) -> Iter
         yield
     finally:
         local.remove()
+
+
+def is_commit_conflict(exc: Exception) -> bool:
+    """Whether an error is an Iceberg commit conflict (another writer committed first): retrying can succeed."""
+    text = str(exc)
+    return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
+
+
+def conflict_line(exc: Exception) -> str:
+    """The line of a commit conflict's error that says what conflicted (py4j's first line names only the call)."""
+    lines = str(exc).splitlines()
+    found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln),
+                 lines[0] if lines else "")
+    return found.strip(" :")[:300]

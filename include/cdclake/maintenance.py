@@ -14,6 +14,8 @@ For one table, in this order (each step reports what it did):
    forgotten (``cdclake_meta.tombstones``; the truncate watermark stays).
 
 Compaction and expiry never change a table's rows: the current snapshot's contents are the same before and after.
+A run holds the table's lock (``cdclake.locks``), so it waits for an apply of the table rather than conflicting
+with it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from cdclake.catalog import sql_literal
 from cdclake.config import MaintenanceOptions, SourceConfig
 from cdclake.identity import spark_table_name, split_table_id
+from cdclake.locks import table_lock
 from cdclake.settings import CATALOG_NAME
 
 if TYPE_CHECKING:
@@ -113,7 +116,16 @@ def maintain_table(spark: SparkSession, tid: str, options: MaintenanceOptions, *
 
     Returns:
         What was done.
+
+    Raises:
+        TableLockTimeout: An apply of the table held its lock too long (maintenance takes the same lock).
     """
+    with table_lock(spark, tid, "maintenance"):
+        return _maintain_table(spark, tid, options, now=now)
+
+
+def _maintain_table(spark: SparkSession, tid: str, options: MaintenanceOptions, *,
+                    now: datetime | None) -> MaintenanceReport:
     def moment() -> datetime:
         return now or datetime.now(timezone.utc)
 

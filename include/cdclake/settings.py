@@ -112,17 +112,7 @@ class LakeSettings:
     @property
     def sqlalchemy_uri(self) -> str:
         """The catalog URI in the form pyiceberg's ``SqlCatalog`` (SQLAlchemy) expects."""
-        if self.catalog_uri.startswith("jdbc:sqlite:"):
-            # An absolute path /a/b.db becomes sqlite:////a/b.db (three slashes, then the path's own).
-            return "sqlite:///" + self.catalog_uri[len("jdbc:sqlite:"):]
-        rest = self.catalog_uri[len("jdbc:postgresql://"):]
-        credentials = ""
-        if self.catalog_user:
-            credentials = quote(self.catalog_user, safe="")
-            if self.catalog_password:
-                credentials += ":" + quote(self.catalog_password, safe="")
-            credentials += "@"
-        return f"postgresql+psycopg2://{credentials}{rest}"
+        return sqlalchemy_uri(self.catalog_uri, self.catalog_user, self.catalog_password)
 
     def ensure_local_dirs(self) -> None:
         """Create the local lake directories (root, and the warehouse/raw zone when they are local paths)."""
@@ -132,3 +122,18 @@ class LakeSettings:
                 Path(location).mkdir(parents=True, exist_ok=True)
         if self.catalog_uri.startswith("jdbc:sqlite:"):
             Path(self.catalog_uri[len("jdbc:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def sqlalchemy_uri(catalog_uri: str, user: str | None = None, password: str | None = None) -> str:
+    """A JDBC catalog URI (``jdbc:sqlite:…``, ``jdbc:postgresql://…``) in the form SQLAlchemy expects."""
+    if catalog_uri.startswith("jdbc:sqlite:"):
+        # An absolute path /a/b.db becomes sqlite:////a/b.db (three slashes, then the path's own).
+        return "sqlite:///" + catalog_uri[len("jdbc:sqlite:"):]
+    rest = catalog_uri[len("jdbc:postgresql://"):]
+    credentials = ""
+    if user:
+        credentials = quote(user, safe="")
+        if password:
+            credentials += ":" + quote(password, safe="")
+        credentials += "@"
+    return f"postgresql+psycopg2://{credentials}{rest}"

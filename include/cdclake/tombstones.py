@@ -7,15 +7,21 @@ table's truncate watermark, so deletes are never undone by a late or replayed ol
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from typing import TYPE_CHECKING
 
-from cdclake.catalog import create_table, sql_literal
+from cdclake.catalog import conflict_line, create_table, is_commit_conflict, sql_literal
 from cdclake.identity import meta_table, spark_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger(__name__)
+
 TABLE = meta_table("tombstones")
+COMMIT_ATTEMPTS = 8
 TRUNCATE_KEY = "*"
 
 
@@ -75,15 +81,27 @@ def record_truncate(spark: "SparkSession", tid: str, position: str) -> None:
 
 
 def _upsert(spark: "SparkSession", source: "DataFrame") -> None:
+    """MERGE tombstones in, keeping each key's newest position. The table is shared by every table of the lake, so
+    applies of two tables at once can conflict here; the MERGE alone is retried (it reads only its source and the
+    tombstones as they are then)."""
     view = f"cdclake_tombstones_{abs(hash(id(source)))}"
     source.createOrReplaceTempView(view)
     try:
-        spark.sql(
-            f"MERGE INTO {spark_table_name(TABLE)} t USING {view} s "
-            "ON t.table_id = s.table_id AND t.key_json = s.key_json "
-            "WHEN MATCHED AND s.position > t.position THEN UPDATE SET t.position = s.position, "
-            "t.deleted_at = s.deleted_at "
-            "WHEN NOT MATCHED THEN INSERT *"
-        )
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                spark.sql(
+                    f"MERGE INTO {spark_table_name(TABLE)} t USING {view} s "
+                    "ON t.table_id = s.table_id AND t.key_json = s.key_json "
+                    "WHEN MATCHED AND s.position > t.position THEN UPDATE SET t.position = s.position, "
+                    "t.deleted_at = s.deleted_at "
+                    "WHEN NOT MATCHED THEN INSERT *"
+                )
+                return
+            except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
+                if attempt == COMMIT_ATTEMPTS or not is_commit_conflict(exc):
+                    raise
+                log.warning("%s: commit conflict (attempt %d of %d), merging again: %s", TABLE, attempt,
+                            COMMIT_ATTEMPTS, conflict_line(exc))
+                time.sleep(random.uniform(0.2, 0.5) * attempt)
     finally:
         spark.catalog.dropTempView(view)
