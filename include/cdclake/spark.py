@@ -28,6 +28,13 @@ log = logging.getLogger(__name__)
 
 ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SQLITE_JDBC_JAR = Path("/usr/share/java/xerial-sqlite-jdbc.jar")
+SQLITE_OPTIONS = {"journal_mode": "WAL", "busy_timeout": "60000", "init-catalog-tables": "false"}
+"""Options of a SQLite catalog, so that several processes can share it (a replay beside a DAG run, parallel tasks,
+the CLI during a run). The catalog's own tables are created by :func:`_create_catalog_tables` with a catalog that
+is closed at once: Iceberg's creation check leaves a result set open, which holds a read transaction on its
+connection for the life of the process, and then every commit of that process fails (``SQLITE_BUSY``, "Unknown
+failure") as soon as another process has committed. WAL lets readers and the writer proceed together; a writer
+waits up to a minute for another's transaction."""
 POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
 CASE_SENSITIVE = "spark.sql.caseSensitive"
@@ -100,6 +107,8 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         **{f"spark.sql.parquet.{kind}RebaseModeIn{way}": "CORRECTED"
            for kind in ("datetime", "int96") for way in ("Write", "Read")},
     }
+    if settings.catalog_uri.startswith("jdbc:sqlite:"):
+        conf.update({f"{prefix}.jdbc.{k}": v for k, v in SQLITE_OPTIONS.items()})
     if settings.catalog_user:
         conf[f"{prefix}.jdbc.user"] = settings.catalog_user
     if settings.catalog_password:
@@ -142,8 +151,29 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
              settings.catalog_uri)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
+    if settings.catalog_uri.startswith("jdbc:sqlite:"):
+        _create_catalog_tables(session, settings)
     _import_hot_classes(session)
     return session
+
+
+def _create_catalog_tables(session: "SparkSession", settings: LakeSettings) -> None:
+    """Create a SQLite catalog's tables if missing, with an Iceberg ``JdbcCatalog`` closed right after (see
+    :data:`SQLITE_OPTIONS`); the session's catalog then starts with ``init-catalog-tables`` off."""
+    jvm = session.sparkContext._jvm  # type: ignore[attr-defined]
+    props = jvm.java.util.HashMap()
+    conf = spark_conf(settings)
+    prefix = f"spark.sql.catalog.{CATALOG_NAME}."
+    for key, value in conf.items():
+        if key.startswith(prefix) and key != prefix + "catalog-impl":
+            props.put(key[len(prefix):], value)
+    props.put("jdbc.init-catalog-tables", "true")
+    catalog = jvm.org.apache.iceberg.jdbc.JdbcCatalog()
+    catalog.setConf(session.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    try:
+        catalog.initialize(CATALOG_NAME, props)
+    finally:
+        catalog.close()
 
 
 HOT_CLASSES = ("org.apache.spark.sql.functions", "org.apache.spark.api.python.PythonUtils",
