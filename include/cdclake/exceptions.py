@@ -31,6 +31,11 @@ class SourceConfigError(ConfigError):
     """A source config file (``include/sources/*.yaml``) is invalid; the message names the file, line and field."""
 
 
+class TableLockTimeout(CdclakeError):
+    """Another apply or maintenance run held a table's lock (``cdclake.locks``) for longer than this one would
+    wait (``CDCLAKE_TABLE_LOCK_TIMEOUT``)."""
+
+
 class ApplyFailedError(CdclakeError):
     """Applying a batch failed for some tables; the others were applied, and the batch is not marked applied (a
     re-run applies it again, which changes nothing for the tables that were applied)."""

@@ -14,8 +14,8 @@ The lock lives where the catalog does, and is released when its holder dies (``k
   ``cdclake lock <n>`` in ``pg_stat_activity`` (its last statement says who holds it).
 
 A waiter logs who holds the lock every 30 seconds. It gives up after ``CDCLAKE_TABLE_LOCK_TIMEOUT`` seconds (default
-3600) with :class:`TableLockTimeout`. ``CDCLAKE_TABLE_LOCK=off`` turns locking off, for a deployment that runs one
-writer per table by other means; commit conflicts are still retried then, but the window above is open.
+3600) with ``TableLockTimeout``. ``CDCLAKE_TABLE_LOCK=off`` turns locking off, for a deployment that runs one writer
+per table by other means; commit conflicts are still retried then, but the window above is open.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from cdclake.exceptions import CdclakeError, ConfigError
+from cdclake.exceptions import ConfigError, TableLockTimeout
 from cdclake.settings import CATALOG_NAME, sqlalchemy_uri
 
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ SWITCH_ENV = "CDCLAKE_TABLE_LOCK"
 DEFAULT_TIMEOUT_S = 3600.0
 REPORT_EVERY_S = 30.0
 POLL_S = 0.2
-
-
-class TableLockTimeout(CdclakeError):
-    """Another writer held a table's lock for longer than this writer would wait."""
 
 
 def _timeout_s() -> float:

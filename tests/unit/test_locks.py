@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cdclake.locks import TableLockTimeout, catalog_lock
+from cdclake.exceptions import TableLockTimeout
+from cdclake.locks import catalog_lock
 from tests.support.postgres_server import PostgresServer, postgres_server  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
