@@ -50,7 +50,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import time
 from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
@@ -63,8 +62,8 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, conflict_line, create_table,
-    is_commit_conflict, sql_literal, table_exists, table_properties, table_schema,
+    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, create_table,
+    retry_conflicts, sql_literal, table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
@@ -701,24 +700,18 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
             F.lit(d["value"]).cast(d["type"])).otherwise(F.col(d["column"])) for d in fills})
     flat = flat.withColumn("_key_json", F.to_json(F.struct(*key)))
 
-    for attempt in range(1, COMMIT_ATTEMPTS + 1):
-        try:
-            with commit_properties(spark, props):
-                counts = _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
-                                         value_columns=value_columns, options=options, cut=cut,
-                                         partial=bool(stats["partial"]), source=source, batch_id=batch_id,
-                                         truncated_at=stats["truncate"], cut_ts=cut_ts,
-                                         upserts_only=not (stats["deletes"] or stats["patches"]))
-            if full_sync_before and not full_sync_after:
-                _set_full_sync(spark, tid, "")
-            return counts
-        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
-            if attempt == COMMIT_ATTEMPTS or not is_commit_conflict(exc):
-                raise
-            log.warning("table %s: commit conflict (attempt %d of %d), re-classifying: %s", tid, attempt,
-                        COMMIT_ATTEMPTS, conflict_line(exc))
-            time.sleep(0.5 * attempt)
-    raise AssertionError("unreachable")
+    def attempt() -> TableCounts:
+        with commit_properties(spark, props):
+            counts = _apply_classified(spark, flat, tid=tid, name=name, key=key, columns=columns,
+                                       value_columns=value_columns, options=options, cut=cut,
+                                       partial=bool(stats["partial"]), source=source, batch_id=batch_id,
+                                       truncated_at=stats["truncate"], cut_ts=cut_ts,
+                                       upserts_only=not (stats["deletes"] or stats["patches"]))
+        if full_sync_before and not full_sync_after:
+            _set_full_sync(spark, tid, "")
+        return counts
+
+    return retry_conflicts(attempt, what=f"table {tid}", attempts=COMMIT_ATTEMPTS, again="re-classifying")
 
 
 def _full_sync(recorded: str, stats: Row) -> tuple[tuple[str | None, dt.datetime | None], str]:

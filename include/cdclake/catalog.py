@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.settings import CATALOG_NAME, META_NAMESPACE, LakeSettings
@@ -12,6 +15,10 @@ if TYPE_CHECKING:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 KEY_COLUMNS_PROPERTY = "cdclake.key-columns"
 """Table property holding the primary-key columns, comma-separated, in key order."""
@@ -117,15 +124,37 @@ def commit_properties(spark: "SparkSession", properties: dict[str, str]) -> Iter
         local.remove()
 
 
-def is_commit_conflict(exc: Exception) -> bool:
+def _is_commit_conflict(exc: Exception) -> bool:
     """Whether an error is an Iceberg commit conflict (another writer committed first): retrying can succeed."""
     text = str(exc)
     return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
 
 
-def conflict_line(exc: Exception) -> str:
+def _conflict_line(exc: Exception) -> str:
     """The line of a commit conflict's error that says what conflicted (py4j's first line names only the call)."""
     lines = str(exc).splitlines()
     found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln),
                  lines[0] if lines else "")
     return found.strip(" :")[:300]
+
+
+def retry_conflicts(action: Callable[[], T], *, what: str, attempts: int, again: str) -> T:
+    """Run ``action``, running it again (up to ``attempts`` times in all, with a growing, jittered pause) when it
+    fails with an Iceberg commit conflict; any other error, or the last attempt's, is raised.
+
+    Args:
+        action: What to do; it must be safe to run again after a conflict (it reads the tables as they are then).
+        what: Names the writer in the warning (``table shop.orders``).
+        attempts: Attempts in all.
+        again: What a retry does, for the warning (``re-classifying``).
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
+            if attempt == attempts or not _is_commit_conflict(exc):
+                raise
+            log.warning("%s: commit conflict (attempt %d of %d), %s: %s", what, attempt, attempts, again,
+                        _conflict_line(exc))
+            time.sleep(random.uniform(0.25, 0.5) * attempt)
+    raise AssertionError("unreachable")

@@ -145,24 +145,25 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
     # and its dependencies are installed, not whatever "python3" is first on the PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDCLAKE_SPARK_MASTER", "local[*]"))
-    for key, value in spark_conf(settings).items():
+    conf = spark_conf(settings)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     log.info("starting Spark (%s) with catalog %s", os.environ.get("CDCLAKE_SPARK_MASTER", "local[*]"),
              settings.catalog_uri)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDCLAKE_SPARK_LOG_LEVEL", "ERROR"))
     if settings.catalog_uri.startswith("jdbc:sqlite:"):
-        _create_catalog_tables(session, settings)
+        _create_catalog_tables(session, conf)
     _import_hot_classes(session)
     return session
 
 
-def _create_catalog_tables(session: "SparkSession", settings: LakeSettings) -> None:
-    """Create a SQLite catalog's tables if missing, with an Iceberg ``JdbcCatalog`` closed right after (see
-    :data:`SQLITE_OPTIONS`); the session's catalog then starts with ``init-catalog-tables`` off."""
+def _create_catalog_tables(session: "SparkSession", conf: dict[str, str]) -> None:
+    """Create a SQLite catalog's tables if missing, with an Iceberg ``JdbcCatalog`` (configured as the session's,
+    ``conf``) closed right after (see :data:`SQLITE_OPTIONS`); the session's catalog starts with
+    ``init-catalog-tables`` off."""
     jvm = session.sparkContext._jvm  # type: ignore[attr-defined]
     props = jvm.java.util.HashMap()
-    conf = spark_conf(settings)
     prefix = f"spark.sql.catalog.{CATALOG_NAME}."
     for key, value in conf.items():
         if key.startswith(prefix) and key != prefix + "catalog-impl":

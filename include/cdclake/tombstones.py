@@ -7,18 +7,13 @@ table's truncate watermark, so deletes are never undone by a late or replayed ol
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 from typing import TYPE_CHECKING
 
-from cdclake.catalog import conflict_line, create_table, is_commit_conflict, sql_literal
+from cdclake.catalog import create_table, retry_conflicts, sql_literal
 from cdclake.identity import meta_table, spark_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-log = logging.getLogger(__name__)
 
 TABLE = meta_table("tombstones")
 COMMIT_ATTEMPTS = 8
@@ -87,21 +82,12 @@ def _upsert(spark: "SparkSession", source: "DataFrame") -> None:
     view = f"cdclake_tombstones_{abs(hash(id(source)))}"
     source.createOrReplaceTempView(view)
     try:
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            try:
-                spark.sql(
-                    f"MERGE INTO {spark_table_name(TABLE)} t USING {view} s "
-                    "ON t.table_id = s.table_id AND t.key_json = s.key_json "
-                    "WHEN MATCHED AND s.position > t.position THEN UPDATE SET t.position = s.position, "
-                    "t.deleted_at = s.deleted_at "
-                    "WHEN NOT MATCHED THEN INSERT *"
-                )
-                return
-            except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
-                if attempt == COMMIT_ATTEMPTS or not is_commit_conflict(exc):
-                    raise
-                log.warning("%s: commit conflict (attempt %d of %d), merging again: %s", TABLE, attempt,
-                            COMMIT_ATTEMPTS, conflict_line(exc))
-                time.sleep(random.uniform(0.2, 0.5) * attempt)
+        retry_conflicts(lambda: spark.sql(
+            f"MERGE INTO {spark_table_name(TABLE)} t USING {view} s "
+            "ON t.table_id = s.table_id AND t.key_json = s.key_json "
+            "WHEN MATCHED AND s.position > t.position THEN UPDATE SET t.position = s.position, "
+            "t.deleted_at = s.deleted_at "
+            "WHEN NOT MATCHED THEN INSERT *"
+        ), what=TABLE, attempts=COMMIT_ATTEMPTS, again="merging again")
     finally:
         spark.catalog.dropTempView(view)
