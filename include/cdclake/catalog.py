@@ -124,16 +124,24 @@ def commit_properties(spark: "SparkSession", properties: dict[str, str]) -> Iter
         local.remove()
 
 
+_OVERTAKEN_SCAN = "Runtime file filtering is not possible: the table has been concurrently modified"
+"""Iceberg's copy-on-write row-level scan fails with this (an ``IllegalStateException``) when another writer in the
+same process committed to the table between planning the scan and filtering its files: the same race as a commit
+conflict, caught before the commit."""
+
+
 def _is_commit_conflict(exc: Exception) -> bool:
     """Whether an error is an Iceberg commit conflict (another writer committed first): retrying can succeed."""
     text = str(exc)
-    return "CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
+    return ("CommitFailedException" in text or "ValidationException" in text and "conflict" in text.lower()
+            or _OVERTAKEN_SCAN in text)
 
 
 def _conflict_line(exc: Exception) -> str:
     """The line of a commit conflict's error that says what conflicted (py4j's first line names only the call)."""
     lines = str(exc).splitlines()
-    found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln),
+    found = next((ln for ln in lines if "CommitFailedException" in ln or "ValidationException" in ln
+                  or _OVERTAKEN_SCAN in ln),
                  lines[0] if lines else "")
     return found.strip(" :")[:300]
 
