@@ -18,7 +18,7 @@ time, so the tombstones and cut a classification read cannot change before its M
    its conditions, so a concurrent writer's newer row is never overwritten (commit conflicts are retried). Into an
    empty table, inserts are a plain append (no MERGE).
 5. Non-stale changes are appended to the table's changelog (``cdclake_changelog.<namespace>__<table>``), once per
-   batch, before the table is changed.
+   batch, before the table is changed, each with its action against the key's row just before it.
 6. With ``history`` on, the table's SCD type 2 history (``cdclake_history.<namespace>__<table>``) gets one row per
    version: every applied insert/update opens a version (``_cdc_valid_from`` = its position, and its source
    time), which the key's next applied change, its delete, or a cut closes (``_cdc_valid_to``); the current
@@ -467,9 +467,26 @@ def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
     return existing
 
 
+def changelog_actions(changes: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Each non-stale change's ``_action`` against its key's row just before it (pure).
+
+    Classification judges every change against the table before the batch, which is what the MERGE of the key's
+    newest change needs. In the changelog, a key's later change follows the key's change before it in the batch: a
+    delete leaves no live row (the next change is an ``insert``, the next delete a ``noop``), anything else a live
+    one (``update``, ``delete``). A key's first change keeps its classification.
+    """
+    before = F.lag("_cdc_op").over(Window.partitionBy(*key).orderBy("_cdc_position"))
+    is_delete = F.col("_cdc_op") == "d"
+    action = (F.when(before.isNull(), F.col("_action"))
+              .when(before == "d", F.when(is_delete, "noop").otherwise("insert"))
+              .otherwise(F.when(is_delete, "delete").otherwise("update")))
+    return changes.withColumn("_action", action)
+
+
 def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: Sequence[StructField],
                       key: Sequence[str], *, source: str, batch_id: str) -> None:
-    """Append a batch's non-stale changes to the table's changelog, unless this batch already did."""
+    """Append a batch's non-stale changes to the table's changelog (:func:`changelog_actions`), unless this batch
+    already did."""
     cid = changelog_table_id(tid)
     name = spark_table_name(cid)
     if _committed_batch(spark, cid, source, batch_id):
@@ -482,7 +499,7 @@ def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: S
     # Columns the table no longer has (a DDL drop or rename) stay in the changelog, with nulls from now on.
     written = {f.name for f in layout} | {n for n, _ in BOOKKEEPING} | {"_cdc_action", "_cdc_unavailable"}
     gone = [F.lit(None).cast(f.dataType).alias(f.name) for f in existing if f.name not in written]
-    (rows.select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
+    (changelog_actions(rows, key).select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
                  F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"), *gone)
      .writeTo(name).append())
 

@@ -128,8 +128,23 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     if history:
         expected_versions = {k: [(v.values, v.closed) for v in vs] for k, vs in ref.versions.items()}
         assert _lake_versions(spark, tid) == expected_versions
+    assert _lake_changelog(spark, tid) == ref.changelog
     if truth is not None:
         assert ref.live() == truth, "the reference applier disagrees with the simulated source"
+
+
+def _lake_changelog(spark: Any, tid: str) -> dict[int, list[str]]:
+    """Per key, the changelog's actions in position order."""
+    from cdclake.apply import changelog_table_id
+    from cdclake.identity import spark_table_name
+
+    if not _table_exists(spark, changelog_table_id(tid)):
+        return {}
+    out: dict[int, list[str]] = {}
+    for r in sorted(spark.table(spark_table_name(changelog_table_id(tid))).select(
+            "id", "_cdc_position", "_cdc_action").collect(), key=lambda r: (r["id"], r["_cdc_position"])):
+        out.setdefault(r["id"], []).append(r["_cdc_action"])
+    return out
 
 
 def _lake_versions(spark: Any, tid: str) -> dict[int, list[tuple[dict[str, Any], str | None]]]:

@@ -216,6 +216,9 @@ class Reference:
     versions: dict[int, list[Version]] = field(default_factory=dict)
     """SCD type 2: per key, its row versions in order (opened by an applied insert/update; closed by the key's
     next applied change, its delete, or a cut that removes the row)."""
+    changelog: dict[int, list[str]] = field(default_factory=dict)
+    """Per key, the action of every applied change in order: ``insert``/``update`` (no live row before / one),
+    ``delete``/``noop`` (a live row went / there was none)."""
 
     def _close(self, key: int, pos: Position, how: str) -> None:
         history = self.versions.get(key)
@@ -255,6 +258,9 @@ class Reference:
                 return
         elif pos <= stored.position:
             return
+        was_live = stored is not None and not stored.deleted
+        self.changelog.setdefault(e.key, []).append(
+            ("delete" if was_live else "noop") if e.op == "d" else ("update" if was_live else "insert"))
         if e.op == "d":
             self._close(e.key, pos, "ended")
             if self.soft:
