@@ -127,13 +127,14 @@ def _apply(args: argparse.Namespace) -> int:
     from cdclake.keys import KeySpec
     from cdclake.schema_changes import DdlPolicies
     from cdclake.settings import LakeSettings
-    from cdclake.spark import get_spark
+    from cdclake.spark import check_process_lake, get_spark
 
     keys = KeySpec.parse(args.key)
     policies = DdlPolicies.parse(args.ddl_policy)
     if args.time_zone:
         check_time_zone(args.time_zone)  # before landing: a bad flag must not leave a landed, unapplied batch
     settings = LakeSettings.from_env(args.lake)
+    check_process_lake(settings)  # before landing, like the time zone
     if args.kafka:
         from cdclake.kafka import KafkaSource
 

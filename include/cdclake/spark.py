@@ -125,8 +125,8 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
 def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSession":
     """Return this process's SparkSession, creating it on first use.
 
-    One session serves every stage of a process (land, normalize, apply, validate); a second call with other
-    settings returns the same session, so a process works with one lake.
+    One session serves every stage of a process (land, normalize, apply, validate), and its ``lake`` catalog is
+    fixed when it starts: a process works with one lake.
 
     Args:
         settings: The lake the session's ``lake`` catalog points at.
@@ -134,11 +134,16 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
 
     Returns:
         The active SparkSession.
+
+    Raises:
+        ConfigError: The process's session already serves another lake (another catalog or warehouse); its tables
+            would go to that lake.
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        check_process_lake(settings)
         return active
     settings.ensure_local_dirs()
     # Python workers (UDF-free, but Kafka landing and RDD tasks run Python) use this interpreter, where cdclake
@@ -156,6 +161,29 @@ def get_spark(settings: LakeSettings, app_name: str = "cdclake") -> "SparkSessio
         _create_catalog_tables(session, conf)
     _import_hot_classes(session)
     return session
+
+
+def check_process_lake(settings: LakeSettings) -> None:
+    """Refuse a lake other than the one this process's SparkSession serves (when it has one); see :func:`get_spark`.
+
+    Raises:
+        ConfigError: Another lake's session is active.
+    """
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        return
+    prefix = f"spark.sql.catalog.{CATALOG_NAME}"
+    serving = {what: session.conf.get(f"{prefix}.{what}", None) for what in ("uri", "warehouse")}
+    wanted = {"uri": settings.catalog_uri, "warehouse": settings.warehouse_uri}
+    if serving["uri"] is None or serving == wanted:
+        return
+    raise ConfigError(
+        f"this process's Spark session already serves the lake with catalog {serving['uri']} and warehouse "
+        f"{serving['warehouse']}; a process works with one lake (its session's catalog is fixed when it starts), so "
+        f"the lake with catalog {settings.catalog_uri} and warehouse {settings.warehouse_uri} needs a process of its "
+        "own")
 
 
 def _create_catalog_tables(session: "SparkSession", conf: dict[str, str]) -> None:

@@ -4,7 +4,10 @@ built for it (:mod:`cdclake.plans`), and each batch's records still carry their 
 
 from __future__ import annotations
 
+import json
 import uuid
+
+import pytest
 
 from cdclake.apply_options import ApplyOptions
 from cdclake import plans
@@ -50,3 +53,23 @@ def test_later_batches_of_the_same_shape_compile_little(spark, session_lake, mon
         (22, "x2", batches[2])]
     assert compiled[2] < 60, compiled
     assert plans_built[1:] == [0, 0], plans_built  # the parse and the table's typing were built once
+
+
+def test_a_process_serves_one_lake(spark, session_lake, tmp_path):
+    # The session's catalog is fixed when it starts: a call for another lake is refused instead of writing that
+    # lake's tables into the session's lake, and the CLI says so.
+    from cdclake.exceptions import ConfigError
+    from cdclake.settings import LakeSettings
+    from cdclake.spark import get_spark
+    from tests.support.cli_session import call_cli
+
+    assert get_spark(session_lake) is spark
+    other = tmp_path / "other-lake"
+    with pytest.raises(ConfigError, match="needs a process of its own") as refused:
+        get_spark(LakeSettings.from_env(other, env={}))
+    assert session_lake.catalog_uri in str(refused.value) and str(other) in str(refused.value)
+    messages = tmp_path / "messages.jsonl"
+    messages.write_text(json.dumps(canal("one_lake", "INSERT", [{"id": "1", "name": "a"}], 1)) + "\n")
+    result = call_cli(["apply", "--format", "canal", "--input", str(messages), "--lake", str(other)])
+    assert result["exit"] != 0 and "needs a process of its own" in result["stderr"], result
+    assert not (other / "raw").exists() or not any((other / "raw").iterdir()), "the refused call landed a batch"
