@@ -9,6 +9,7 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
 - ``flink-debezium-postgres-data-schema-include.jsonl``: apache/flink ``debezium-postgres-data-schema-include.txt``
   (Debezium 1.1 PostgreSQL, schema envelope, no message key): the same session on ``inventory.products`` up to
   the delete of 111, so the oracle is the first 20 entries of the same changelog.
+  The same changelog is the oracle of both tables' ``cdclake_changelog`` actions.
 - ``paimon-canal-case-insensitive.jsonl``: apache/paimon
   ``paimon-flink-cdc/src/test/resources/kafka/canal/database/case-insensitive/canal-data-1.txt``: column names
   that differ only in case between messages (``k1``/``K1``, ``v0``/``V0``). Paimon's test expects
@@ -32,7 +33,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from cdclake.reader import dump_rows, quarantine_rows
+from cdclake.apply import changelog_table_id
+from cdclake.reader import dump_rows, quarantine_rows, table_rows
 from cdclake.settings import LakeSettings
 from tests.support.cli_session import run_cli_session
 
@@ -109,6 +111,25 @@ def replay(changelog: list[str]) -> list[dict[str, object]]:
     return [rows[k] for k in sorted(rows)]
 
 
+def actions(changelog: list[str]) -> dict[int, list[str]]:
+    """Per id, the changes of a Flink changelog as cdclake's changelog actions (``-U`` is the before half of an
+    update)."""
+    out: dict[int, list[str]] = {}
+    for entry in changelog:
+        kind = {"+I": "insert", "+U": "update", "-D": "delete"}.get(entry[:2])
+        if kind:
+            out.setdefault(int(entry[3:].split(",", 1)[0]), []).append(kind)
+    return out
+
+
+def lake_actions(settings: LakeSettings, tid: str) -> dict[int, list[str]]:
+    """Per id, the actions of a lake table's changelog in position order."""
+    out: dict[int, list[str]] = {}
+    for row in sorted(table_rows(settings, changelog_table_id(tid)), key=lambda r: (r["id"], r["_cdc_position"])):
+        out.setdefault(row["id"], []).append(row["_cdc_action"])
+    return out
+
+
 def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     calls = [
@@ -134,6 +155,10 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
 
     assert dump_rows(settings, "inventory.products2") == replay(FLINK_CHANGELOG)
     assert dump_rows(settings, "inventory.products") == replay(FLINK_CHANGELOG[:20])
+    # Each file is one batch, so a key's later changes (111: insert, update, update, delete) are labelled against
+    # the row its change before left, as Flink's changelog has them.
+    assert lake_actions(settings, "inventory.products2") == actions(FLINK_CHANGELOG)
+    assert lake_actions(settings, "inventory.products") == actions(FLINK_CHANGELOG[:20])
     rows = [{k.lower(): v for k, v in row.items()} for row in dump_rows(settings, "paimon_sync_database_affix.t1")]
     assert rows == [{"k1": 5, "v0": "five", "v1": 50}, {"k1": 7, "v0": "seven", "v1": 70}]
     (row,) = dump_rows(settings, "cdc.person")
