@@ -29,6 +29,9 @@ GOOD_TABLES: dict[str, dict[str, int]] = {
 }
 """Tables the good lines of each file create, with their row counts."""
 
+QUARANTINED_TABLES: dict[str, dict[int, str]] = {"debezium": {11: "inventory.customers"}}
+"""The table some quarantined lines are recorded under (a Debezium MongoDB event, by its collection)."""
+
 KEYS: dict[str, list[str]] = {"debezium": ["public.items=id"]}
 """``--key`` declarations: the Debezium file is message values without Kafka keys."""
 
@@ -84,6 +87,8 @@ def test_broken_messages_are_quarantined_with_reasons(fmt: str, tmp_path: Path) 
         problems.append(f"line {line}: a good message was quarantined: {by_line[line][0]['reason']!r}")
     assert summary["quarantined"] == len(reasons), (summary, problems)
     assert not problems, f"{fmt}:\n" + "\n".join(problems)
+    for line, tid in QUARANTINED_TABLES.get(fmt, {}).items():
+        assert by_line[line][0]["table_id"] == tid, by_line[line][0]
 
     tables = json.loads(run_cli("tables", "--lake", str(lake)).stdout)
     for table, count in GOOD_TABLES[fmt].items():

@@ -171,7 +171,8 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     by_database = F.coalesce(F.lower(src["connector"]).isin("mysql", "mariadb"), F.lit(False))
     schema = F.when(~by_database, F.nullif(src["schema"], F.lit("")))
     namespace = F.coalesce(schema, F.nullif(src["db"], F.lit("")), F.lit("default"))
-    table = F.coalesce(src["table"], F.lit(""))
+    # A MongoDB connector event names a collection (it is quarantined, named by it: `quarantine list` shows where).
+    table = F.coalesce(src["table"], src["collection"], F.lit(""))
     key_text, key_schema = _key(j)
     return {
         "table_id": F.when(table != "", F.concat_ws(".", sanitize(namespace), sanitize(table))),
