@@ -10,6 +10,10 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   (Debezium 1.1 PostgreSQL, schema envelope, no message key): the same session on ``inventory.products`` up to
   the delete of 111, so the oracle is the first 20 entries of the same changelog.
   The same changelog is the oracle of both tables' ``cdclake_changelog`` actions.
+- ``seatunnel-debezium-mysql-data.jsonl``: apache/seatunnel ``debezium-data.txt`` (Debezium 1.1 MySQL, values only,
+  no message key): the snapshot as ``op=c`` with ``snapshot: "true"``, every snapshot row at one binlog position,
+  FLOAT weights written as doubles. Oracle: the changelog SeaTunnel's ``DebeziumJsonSerDeSchemaTest`` expects,
+  which is the first 20 entries of :data:`FLINK_CHANGELOG`.
 - ``paimon-canal-case-insensitive.jsonl``: apache/paimon
   ``paimon-flink-cdc/src/test/resources/kafka/canal/database/case-insensitive/canal-data-1.txt``: column names
   that differ only in case between messages (``k1``/``K1``, ``v0``/``V0``). Paimon's test expects
@@ -29,6 +33,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import struct
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -168,3 +173,21 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
     # col2 was dropped at the source without a DDL in the stream: the lake keeps it, as it was before the drop.
     assert dump_rows(settings, FLINK_CDC_TABLE) == [
         {"col1": "2", "col2": None, "newCol3": "x"}, {"col1": "3", "col2": "3", "newCol3": None}]
+
+
+def as_float32(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with ``weight`` rounded to a 32-bit float (a MySQL FLOAT that Debezium wrote as a double)."""
+    return [{**r, "weight": struct.unpack("f", struct.pack("f", r["weight"]))[0]} for r in rows]
+
+
+def test_seatunnel_debezium_mysql_stream_gives_its_expected_changelog(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"  # its table is inventory.products, as the Flink PostgreSQL stream's: a lake of its own
+    (result,) = run_cli_session([
+        ["apply", "--format", "debezium", "--source", "seatunnel", "--lake", str(lake),
+         "--key", "inventory.products=id", "--input", str(EXTERNAL / "seatunnel-debezium-mysql-data.jsonl")],
+    ], tmp_path / "cli")
+    assert result["exit"] == 0, result["stderr"][-3000:]
+    assert json.loads(result["stdout"])["quarantined"] == 0
+    settings = LakeSettings.from_env(lake, env={})
+    assert as_float32(dump_rows(settings, "inventory.products")) == as_float32(replay(FLINK_CHANGELOG[:20]))
+    assert lake_actions(settings, "inventory.products") == actions(FLINK_CHANGELOG[:20])
