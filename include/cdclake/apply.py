@@ -484,9 +484,10 @@ def changelog_actions(changes: DataFrame, key: Sequence[str]) -> DataFrame:
 
 
 def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: Sequence[StructField],
-                      key: Sequence[str], *, source: str, batch_id: str) -> None:
-    """Append a batch's non-stale changes to the table's changelog (:func:`changelog_actions`), unless this batch
-    already did."""
+                      key: Sequence[str], *, source: str, batch_id: str, one_per_key: bool = False) -> None:
+    """Append a batch's non-stale changes to the table's changelog (:func:`changelog_actions`; with
+    ``one_per_key``, known to hold one change per key, their classification as it is), unless this batch already
+    did."""
     cid = changelog_table_id(tid)
     name = spark_table_name(cid)
     if _committed_batch(spark, cid, source, batch_id):
@@ -499,8 +500,9 @@ def _append_changelog(spark: SparkSession, tid: str, rows: DataFrame, columns: S
     # Columns the table no longer has (a DDL drop or rename) stay in the changelog, with nulls from now on.
     written = {f.name for f in layout} | {n for n, _ in BOOKKEEPING} | {"_cdc_action", "_cdc_unavailable"}
     gone = [F.lit(None).cast(f.dataType).alias(f.name) for f in existing if f.name not in written]
-    (changelog_actions(rows, key).select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
-                 F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"), *gone)
+    sequenced = rows if one_per_key else changelog_actions(rows, key)
+    (sequenced.select(*[F.col(f.name) for f in layout], *[F.col(n) for n, _ in BOOKKEEPING],
+                      F.col("_action").alias("_cdc_action"), F.col("_unavailable").alias("_cdc_unavailable"), *gone)
      .writeTo(name).append())
 
 
@@ -864,13 +866,16 @@ def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key
         stale = flat.where(older).count()
         flat = flat.where(~older)
     classified = flat.withColumn("_action", F.lit("insert"))
+    # A snapshot holds one change per key: finding that out shuffles only the key columns, where the newest-change
+    # window and the changelog's sequencing shuffle and sort whole rows (the window twice: the write's range
+    # partitioning samples its output).
+    one_per_key = _one_change_per_key(flat, key)
     if options.changelog:
-        _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id)
+        _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id,
+                          one_per_key=one_per_key)
         faults.point("apply:after-changelog")
     keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(options.soft))]
-    # A snapshot holds one change per key: finding that out shuffles only the key columns, where the newest-change
-    # window shuffles and sorts whole rows (and runs twice: the write's range partitioning samples its output).
-    newest = classified if _one_change_per_key(flat, key) else latest_per_key(classified, key)
+    newest = classified if one_per_key else latest_per_key(classified, key)
     newest.select(*keep).writeTo(name).append()
     faults.point("apply:after-merge")
     if cut is not None:
