@@ -62,8 +62,8 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, commit_properties, create_table,
-    retry_conflicts, sql_literal, table_exists, table_properties, table_schema,
+    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_TABLE_PROPERTY, commit_properties,
+    create_table, retry_conflicts, sql_literal, table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
@@ -113,13 +113,15 @@ def _write_properties(options: ApplyOptions) -> dict[str, str]:
 
 
 def create_table_sql(name: str, columns: Sequence[StructField], key: Sequence[str],
-                     options: ApplyOptions = ApplyOptions()) -> str:
-    """``CREATE TABLE`` for a CDC target: user columns, bookkeeping columns, partitioning, v2 properties."""
+                     options: ApplyOptions = ApplyOptions(), source_table: str | None = None) -> str:
+    """``CREATE TABLE`` for a CDC target: user columns, bookkeeping columns, partitioning, v2 properties (and the
+    source table it holds, when known)."""
     cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
     cols += [f"{_q(n)} {t}" for n, t in _bookkeeping(options.soft)]
     props = {"format-version": "2", **_write_properties(options), KEY_COLUMNS_PROPERTY: ",".join(key),
-             DELETE_MODE_PROPERTY: options.delete_mode}
-    props_sql = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+             DELETE_MODE_PROPERTY: options.delete_mode,
+             **({SOURCE_TABLE_PROPERTY: source_table} if source_table else {})}
+    props_sql = ", ".join(f"'{k}'='{sql_literal(v)}'" for k, v in props.items())
     partition = options.partition_for(key, _type_names(columns))
     partitioned = f" PARTITIONED BY ({', '.join(partition)})" if partition else ""
     return (f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg{partitioned} "
@@ -380,10 +382,11 @@ def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequenc
 
 
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
-                  options: ApplyOptions) -> dict[str, DataType]:
-    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types."""
+                  options: ApplyOptions, source_table: str | None) -> dict[str, DataType]:
+    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types. A table
+    that does not record the source table it holds (made before cdclake recorded it) gets ``source_table``."""
     name = spark_table_name(tid)
-    if create_table(spark, tid, create_table_sql(name, columns, key, options)):
+    if create_table(spark, tid, create_table_sql(name, columns, key, options, source_table)):
         if key:
             spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
         log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
@@ -398,9 +401,11 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
                               f"{DELETE_MODE_PROPERTY}=hard")
         wanted = dict(_write_properties(options), **({DELETE_MODE_PROPERTY: "soft"} if options.soft else {}))
         changed = {k: v for k, v in wanted.items() if props.get(k) != v}
+        if source_table and SOURCE_TABLE_PROPERTY not in props:
+            changed[SOURCE_TABLE_PROPERTY] = source_table
         if changed:
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ("
-                      + ", ".join(f"'{k}'='{v}'" for k, v in changed.items()) + ")")
+                      + ", ".join(f"'{k}'='{sql_literal(v)}'" for k, v in changed.items()) + ")")
             log.info("table %s: properties %s", tid, changed)
     existing = {f.name: f.dataType for f in table_schema(spark, tid).fields}
     for f in columns:
@@ -623,7 +628,8 @@ def _seed_history(spark: SparkSession, tid: str, hid: str, columns: Sequence[Str
 
 def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
                 options: ApplyOptions = ApplyOptions(), source: str | None = None,
-                batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = ()) -> TableCounts:
+                batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = (),
+                source_table: str | None = None) -> TableCounts:
     """Apply one table's canonical records of one batch; see the module docstring.
 
     Args:
@@ -637,6 +643,8 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
         defaults: Columns an ``ALTER TABLE .. ADD .. DEFAULT`` of the batch added (``column``, ``value`` text,
             ``type``, ``before``: the statement's position): rows written before it get the value where the column
             is null, as the source filled its existing rows.
+        source_table: The source table the records are changes of, as its stream spells it (normalize's staging
+            entry ``source_table``): recorded on the table (:data:`~cdclake.catalog.SOURCE_TABLE_PROPERTY`).
 
     Returns:
         What the batch did to the table.
@@ -646,11 +654,12 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     """
     with table_lock(spark, tid, f"apply of batch {batch_id}" if batch_id else "apply"):
         return _apply_table(spark, changes, tid=tid, key=key, options=options, source=source, batch_id=batch_id,
-                            defaults=defaults)
+                            defaults=defaults, source_table=source_table)
 
 
 def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str], options: ApplyOptions,
-                 source: str | None, batch_id: str | None, defaults: Sequence[Mapping[str, str]]) -> TableCounts:
+                 source: str | None, batch_id: str | None, defaults: Sequence[Mapping[str, str]],
+                 source_table: str | None) -> TableCounts:
     name = spark_table_name(tid)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
@@ -659,7 +668,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
                     "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
         exposed = []
-    types = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options)
+    types = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
@@ -906,5 +915,6 @@ def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, bat
         if not path.exists():
             continue
         results[tid] = apply_table(spark, read_staged(spark, path), tid=tid, key=info["key"],
-                                   options=(options or {}).get(tid, default), source=source, batch_id=batch_id)
+                                   options=(options or {}).get(tid, default), source=source, batch_id=batch_id,
+                                   source_table=info.get("source_table"))
     return ApplyResult(source, batch_id, results)

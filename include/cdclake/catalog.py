@@ -23,6 +23,11 @@ T = TypeVar("T")
 KEY_COLUMNS_PROPERTY = "cdclake.key-columns"
 """Table property holding the primary-key columns, comma-separated, in key order."""
 
+SOURCE_TABLE_PROPERTY = "cdclake.source-table"
+"""Table property holding the source table a lake table holds, ``namespace.table`` as its stream spells it: the
+lake id is that name lower-cased and reduced to ``[a-z0-9_]``, so another source table can map to the same id
+(:mod:`cdclake.normalize` keeps its changes out)."""
+
 BOOKKEEPING_PREFIX = "_cdc_"
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from cdclake.catalog import (
     KEY_COLUMNS_PROPERTY,
+    SOURCE_TABLE_PROPERTY,
     create_table,
     ensure_namespace,
     key_columns_of,
@@ -278,6 +279,8 @@ def _move_table(spark: "SparkSession", old: str, new: str) -> None:
     if table_exists(spark, old):
         ensure_namespace(spark, split_table_id(new)[0])
         _rename(spark, old, new)
+        # It holds the source table under its new name now: the next batch records that one.
+        spark.sql(f"ALTER TABLE {spark_table_name(new)} UNSET TBLPROPERTIES IF EXISTS ('{SOURCE_TABLE_PROPERTY}')")
     for side in (changelog_table_id, history_table_id):
         old_side, new_side = side(old), side(new)
         if table_exists(spark, old_side) and not table_exists(spark, new_side):

@@ -237,7 +237,8 @@ def release(spark: "SparkSession", settings: LakeSettings, *, source: str, batch
     staged = batch_dir / table_id
     os.replace(held, staged)
     counts = apply_table(spark, read_staged(spark, staged), tid=table_id, key=info["key"],
-                         options=options or ApplyOptions(), source=source, batch_id=batch_id)
+                         options=options or ApplyOptions(), source=source, batch_id=batch_id,
+                         source_table=info.get("source_table"))
     record.unlink()
     log.info("released batch %s of %s into %s: %s", batch_id, source, table_id, counts.to_dict())
     return counts

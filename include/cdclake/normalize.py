@@ -48,7 +48,9 @@ from pyspark.sql.types import (
 )
 
 from cdclake import ddl_history, ddl_stops, quarantine, tombstones
-from cdclake.catalog import BOOKKEEPING_PREFIX, key_columns_of, table_exists, table_schema
+from cdclake.catalog import (
+    BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, table_exists, table_properties, table_schema,
+)
 from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
@@ -91,6 +93,10 @@ RAW_SCHEMA = StructType([
 """Explicit schema of raw records (:data:`cdclake.landing.RAW_FIELDS`)."""
 
 STAGING_MARKER = "_normalized.json"
+
+_ANY_SPELLING = ""
+"""``table_name`` of the changes the lake itself routes to a table by its id (a DDL statement's truncate, the
+changes of a renamed table): they match whichever source table the lake table holds."""
 
 REJECTED = "_rejected"
 """Staged column: why a row change cannot be staged (no key value, a value that does not convert), null for the
@@ -382,11 +388,55 @@ def _current_columns(columns: list[ColumnType], renames: dict[str, str], dropped
     return list(out.values())
 
 
+Variant = tuple[str, int, int, str | None]
+"""A table's changes of one row schema, key schema and spelling of the table's name: ``table_id``, the schemas'
+hashes, ``spelling`` (:func:`_spelling`)."""
+
+
+def _variant(v: Any) -> Variant:
+    return v["table_id"], v["h1"], v["h2"], v["spelling"]
+
+
+def _spelling() -> Column:
+    """The source table a change names, ``namespace.table`` as its stream spells it; null for changes routed by
+    the table's id (:data:`_ANY_SPELLING`)."""
+    name = F.col("table_name")
+    return F.when(name.isNull() | (name != _ANY_SPELLING), F.coalesce(name, F.col("table_id")))
+
+
+def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
+                      rejected: dict[Variant, str]) -> tuple[str | None, list[Any]]:
+    """The source table lake table ``tid`` holds, and the variants that are its changes.
+
+    Source names are lower-cased and reduced to ``[a-z0-9_]`` (:mod:`cdclake.identity`), so two source tables can
+    map to one id (``gmall-2020-04`` and ``gmall_2020_04``; ``T`` and ``t`` in MySQL on Linux). The table holds the
+    one ``recorded`` on it (:data:`~cdclake.catalog.SOURCE_TABLE_PROPERTY`), else the first the batch names; the
+    variants of the others go to ``rejected``, so their rows never mix with its rows.
+    """
+    spellings = list(dict.fromkeys(v["spelling"] for v in variants if v["spelling"] is not None))
+    owner = recorded or (spellings[0] if spellings else None)
+    others = [name for name in spellings if name != owner]
+    for name in others:
+        log.warning("source table %s maps to lake table %s, which holds source table %s: its changes are "
+                    "quarantined", name, tid, owner)
+    for v in variants:
+        if v["spelling"] in others:
+            rejected[_variant(v)] = (
+                f"source table {v['spelling']} maps to lake table {tid} (names are lower-cased and reduced to "
+                f"[a-z0-9_]), which holds source table {owner}: its changes are kept out so that the two tables' "
+                "rows do not mix")
+    return owner, [v for v in variants if v["spelling"] not in others]
+
+
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                     ddl: dict[str, TableDefinition], history: History, refused: dict[str, str]
-                    ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str]]:
+                    ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
+                               dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
-    the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove).
+    the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove). Changes
+    of a source table whose name maps to the id of a lake table that holds another source table
+    (:func:`_one_source_table`), and changes whose schema cannot be read, are quarantined by their variant. The
+    last result is the source table each typed table holds.
 
     Columns: the messages' own schemas, else what DDL in the batch declared, else the existing table; columns the
     row images carry beyond those are inferred from the images (JVM JSON inference). Key: a key declared for the
@@ -401,7 +451,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                            F.json_object_keys(F.coalesce("after_text", "before_text")))
     rows = (
         parsed.where(F.col("status") == "ok")
-        .groupBy("table_id", F.xxhash64("row_schema").alias("h1"), F.xxhash64("key_schema").alias("h2"))
+        .groupBy("table_id", F.xxhash64("row_schema").alias("h1"), F.xxhash64("key_schema").alias("h2"),
+                 _spelling().alias("spelling"))
         .agg(
             F.first("row_schema", ignorenulls=True).alias("row_schema"),
             F.first("key_schema", ignorenulls=True).alias("key_schema"),
@@ -423,7 +474,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     typings: dict[str, TableTyping] = {}
     problems: dict[str, str] = {}
     idle: dict[str, str] = {}
-    malformed: dict[tuple[str, int, int], str] = {}
+    malformed: dict[Variant, str] = {}
+    owners: dict[str, str] = {}
     for tid, variants in sorted(by_table.items()):
         if tid in refused:
             problems[tid] = refused[tid]
@@ -436,14 +488,17 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         for v in variants:
             why = _variant_problem(v)
             if why:
-                malformed[(tid, v["h1"], v["h2"])] = f"table {tid}: {why}"
+                malformed[_variant(v)] = f"table {tid}: {why}"
             else:
                 usable.append(v)
         if variants and not usable:
             continue  # every message of the table carries a schema that cannot be read: all quarantined
-        variants = usable
-        renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
         exists = table_exists(spark, tid)
+        owner, variants = _one_source_table(
+            tid, usable, table_properties(spark, tid).get(SOURCE_TABLE_PROPERTY) if exists else None, malformed)
+        if usable and not variants:
+            continue  # every change is another source table's: all quarantined
+        renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
         declared = ddl.get(tid, TableDefinition())
         # A table the lake does not have, with no row changes and no DDL columns to create it from: its truncates
         # have nothing to remove.
@@ -522,7 +577,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
-    return typings, problems, idle, malformed
+        if owner:
+            owners[tid] = owner
+    return typings, problems, idle, malformed, owners
 
 
 def _decoded_by_schema(columns: list[ColumnType], by_schema: dict[int, list[ColumnType]]) -> list[ColumnType]:
@@ -601,13 +658,13 @@ def _variant_problem(variant: Any) -> str | None:
     return None
 
 
-def _malformed_reason(malformed: dict[tuple[str, int, int], str]) -> Column:
-    """Per parsed record: the :func:`_variant_problem` reason of its table and schemas, else null."""
+def _malformed_reason(malformed: dict[Variant, str]) -> Column:
+    """Per parsed record: the reason its variant is quarantined (:func:`_resolve_tables`), else null."""
     reason = F.lit(None).cast("string")
-    row_hash, key_hash = F.xxhash64("row_schema"), F.xxhash64("key_schema")
-    for (tid, h1, h2), why in malformed.items():
-        reason = F.when((F.col("table_id") == tid) & (row_hash == F.lit(h1)) & (key_hash == F.lit(h2)),
-                        F.lit(why)).otherwise(reason)
+    row_hash, key_hash, spelling = F.xxhash64("row_schema"), F.xxhash64("key_schema"), _spelling()
+    for (tid, h1, h2, name), why in malformed.items():
+        reason = F.when((F.col("table_id") == tid) & (row_hash == F.lit(h1)) & (key_hash == F.lit(h2))
+                        & spelling.eqNullSafe(F.lit(name).cast("string")), F.lit(why)).otherwise(reason)
     return reason
 
 
@@ -690,6 +747,9 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
     before: dict[str, str | None] = {}
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
+        # The statement's text spells the table as its author typed it (MySQL's lower_case_table_names=1 keeps
+        # that in the binlog): it reaches the lake table by its id.
+        record["table_name"] = _ANY_SPELLING
         if record["status"] == "ok" and record.get("source_pos") is None:
             record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
             if record["source_pos"] is None:
@@ -814,7 +874,10 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
         if created.source == source and created.is_source_position:
             older = (F.col("table_id") == tid) & (F.col("source_pos") < F.lit(created.position))
             routed = F.when(older, F.lit(history.route(older_to))).otherwise(routed)
-    parsed = parsed.withColumn("table_id", routed)
+    parsed = parsed.withColumns({
+        "table_name": F.when(routed != F.col("table_id"), F.lit(_ANY_SPELLING)).otherwise(F.col("table_name")),
+        "table_id": routed,
+    })
     tables: dict[str, TableDefinition] = {}
     for tid, definition in outcome.tables.items():
         tables.setdefault(history.route(tid), definition)
@@ -869,8 +932,8 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
-        typings, problems, idle, malformed = _resolve_tables(spark, parsed, keys or KeySpec(), ddl.tables, history,
-                                                             {**held, **refused, **ddl.stopped})
+        typings, problems, idle, malformed, owners = _resolve_tables(
+            spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped})
         _remember_truncates(parsed, idle, batch_id=batch_id)
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
@@ -931,6 +994,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                  for tid, typing in typings.items() if tid in ddl.tables and ddl.tables[tid].defaults}
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns],
+                             **({"source_table": owners[tid]} if tid in owners else {}),
                              **({"defaults": fills[tid]} if fills.get(tid) else {})}
                        for tid, t in typings.items()},
             "format": fmt,

@@ -33,14 +33,15 @@ if TYPE_CHECKING:
 
 PARSED_COLUMNS = (
     "input", "file_index", "index", "row_index", "line", "byte_offset", "offset", "key", "value",
-    "table_id", "op", "source_pos", "source_ts", "snapshot",
+    "table_id", "table_name", "op", "source_pos", "source_ts", "snapshot",
     "key_text", "before_text", "old_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
     "status", "reason",
 )
 """Columns of a parsed record. Raw location: ``input``, ``file_index``, ``index`` (message in file),
 ``row_index`` (row in a multi-row message), ``line``, ``byte_offset``, ``offset``, and the raw ``key``/``value``.
-Change: ``table_id``, ``op`` (c/u/d/r/t), ``source_pos`` (fixed-width ordered source position), ``source_ts``
-(timestamp), ``snapshot`` (marker or null). Images as JSON object text: ``key_text``, ``before_text``,
+Change: ``table_id``, ``table_name`` (the stream's spelling of the table, where it is not ``table_id``), ``op``
+(c/u/d/r/t), ``source_pos`` (fixed-width ordered source position), ``source_ts`` (timestamp), ``snapshot`` (marker
+or null). Images as JSON object text: ``key_text``, ``before_text``,
 ``after_text``, and ``old_text``: a partial before image (canal's ``old``, which holds only the changed columns);
 the before image is then the after image with those columns' old values. Types: ``row_schema``/``key_schema``
 (JSON text read by :func:`table_columns` and :func:`key_columns`, or null). ``ddl``: the statement of a DDL record

@@ -37,7 +37,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdclake.formats.common import epoch_millis, epoch_timestamp, null_string, positive_integer, table_id
+from cdclake.formats.common import epoch_millis, epoch_timestamp, null_string, positive_integer, table_identity
 from cdclake.formats.connect import ColumnType
 from cdclake.formats.message import Rule, Shape
 from cdclake.records import SOURCE_POSITION_SEGMENT, hex_segment
@@ -106,7 +106,7 @@ def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) ->
                                      j["table"].alias("table")))
     pk = F.trim(j["pkNames"])
     return {
-        "table_id": table_id(namespace, j["table"]),
+        **table_identity(namespace, j["table"]),
         "op": op,
         "source_pos": _source_position(j, id_, drs=drs),
         "source_ts": epoch_timestamp(j["es"]),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdclake.formats.common import null_string, table_id, unquote_json_text
+from cdclake.formats.common import null_string, table_identity, unquote_json_text
 from cdclake.formats.debezium import binlog_position
 from cdclake.formats.message import Rule, Shape
 from cdclake.formats.sqltypes import in_source_zone
@@ -31,7 +31,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     kind = F.upper(F.trim(j["ck_type"]))
     op = F.element_at(F.create_map(*[F.lit(x) for kv in _OPS.items() for x in kv]), kind)
     return {
-        "table_id": table_id(j["ck_database"], j["ck_table"]),
+        **table_identity(j["ck_database"], j["ck_table"]),
         "op": op,
         "source_pos": binlog_position(j["ck_binlog_name"], j["ck_binlog_pos"], F.lit("0")),
         "source_ts": in_source_zone(F.to_timestamp(F.trim(j["ck_time"]), "yyyyMMddHHmmss")),

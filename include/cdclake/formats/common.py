@@ -35,11 +35,15 @@ def sanitize(c: Column) -> Column:
     return F.when(cleaned == "", F.lit("_")).otherwise(cleaned)
 
 
-def table_id(namespace: Column, table: Column) -> Column:
-    """``namespace.table`` (both sanitized) when the table name is present, else null."""
+def table_identity(namespace: Column, table: Column) -> dict[str, Column]:
+    """A table's ``table_id``, ``namespace.table`` (both sanitized; null without a table name), and its
+    ``table_name``: the stream's own spelling of it where that differs from the id (``Inventory.gmall-2020-04``),
+    else null. Two spellings of one id are two source tables (:mod:`cdclake.normalize` keeps them apart)."""
     name = F.coalesce(table, F.lit(""))
     ns = F.coalesce(F.nullif(F.trim(namespace), F.lit("")), F.lit("default"))
-    return F.when(F.trim(name) != "", F.concat_ws(".", sanitize(ns), sanitize(name)))
+    tid = F.when(F.trim(name) != "", F.concat_ws(".", sanitize(ns), sanitize(name)))
+    spelled = F.concat_ws(".", F.trim(ns), F.trim(name))
+    return {"table_id": tid, "table_name": F.when(spelled != tid, spelled)}
 
 
 def status(*rules: tuple[Column, Column, str]) -> tuple[Column, Column]:

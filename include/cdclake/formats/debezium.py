@@ -31,7 +31,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from cdclake.formats.common import CORRUPT, null_string, positive_integer, sanitize, unquote_json_text
+from cdclake.formats.common import CORRUPT, null_string, positive_integer, table_identity, unquote_json_text
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
 from cdclake.formats.message import KEY_SCHEMA, FROM_JSON_OPTIONS, PAYLOAD_FIELDS, Rule, Shape
 from cdclake.records import hex_segment
@@ -175,7 +175,7 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     table = F.coalesce(src["table"], src["collection"], F.lit(""))
     key_text, key_schema = _key(j)
     return {
-        "table_id": F.when(table != "", F.concat_ws(".", sanitize(namespace), sanitize(table))),
+        **table_identity(namespace, table),
         "op": op,
         "source_pos": _source_position(src),
         "source_ts": _source_ts(src, b["ts_ms"]),

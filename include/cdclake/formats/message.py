@@ -25,7 +25,7 @@ from cdclake.formats.sqltypes import source_zone
 from cdclake.plans import ColumnPlan, cached_plan
 
 SHAPE_COLUMNS = (
-    "table_id", "op", "source_pos", "source_ts", "snapshot",
+    "table_id", "table_name", "op", "source_pos", "source_ts", "snapshot",
     "key_text", "before_text", "old_text", "after_text", "row_schema", "key_schema", "ddl", "patch",
 )
 """Columns a shape computes (see :data:`cdclake.formats.PARSED_COLUMNS`)."""

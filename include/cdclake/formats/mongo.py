@@ -24,7 +24,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType
 
-from cdclake.formats.common import null_string, epoch_timestamp, table_id
+from cdclake.formats.common import null_string, epoch_timestamp, table_identity
 from cdclake.formats.connect import UNAVAILABLE_VALUE, ColumnType
 from cdclake.formats.message import Rule, Shape
 from cdclake.records import hex_segment
@@ -106,7 +106,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
         F.concat(*[hex_segment(F.coalesce(F.when(c.rlike(r"^\d+$"), c), F.lit("0")))
                    for c in (secs, inc, F.trim(j["id"]))]))
     return {
-        "table_id": table_id(j["db"], j["coll"]),
+        **table_identity(j["db"], j["coll"]),
         "op": op,
         "source_pos": position,
         "source_ts": epoch_timestamp(j["es"]),
