@@ -458,17 +458,36 @@ DEFAULT_NOW = "\x00now"
 """:attr:`DdlColumn.default` of a column whose default is the time the row is written (``CURRENT_TIMESTAMP``)."""
 
 
+_NOW_FUNCTIONS = frozenset({"NOW", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "GETDATE", "GETUTCDATE", "SYSDATETIME",
+                            "SYSDATE", "SYSTIMESTAMP"})
+"""Functions (as sqlglot leaves them unparsed) whose value is the time the row is written: MySQL's ``NOW()``,
+``NOW(3)``, SQL Server's ``GETDATE()``, Oracle's ``SYSDATE``."""
+
+
 def _default_text(value: exp.Expr | None) -> str | None:
-    """A constant default's value as text (see :attr:`DdlColumn.default`)."""
-    if isinstance(value, exp.Paren):
-        value = value.this
+    """A constant default's value as text (see :attr:`DdlColumn.default`).
+
+    Constants come wrapped in several ways: SQL Server's parentheses (``((0))``), a character-set introducer
+    (``_UTF8MB4'x'``, TiCDC writes every string default so) or a collation, PostgreSQL's cast to the column's type
+    (``'abc'::character varying``); MySQL's bit and hex literals (``b'1'``, ``0x61``) are their number and text.
+    """
+    while isinstance(value, (exp.Paren, exp.Collate, exp.Cast, exp.Introducer)):
+        value = value.expression if isinstance(value, exp.Introducer) else value.this
     if isinstance(value, (exp.Literal, exp.National)):
         return str(value.this)
     if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
         return f"-{value.this.this}"
     if isinstance(value, exp.Boolean):
         return "true" if value.this else "false"
-    if isinstance(value, exp.CurrentTimestamp):
+    if isinstance(value, exp.BitString):
+        return str(int(str(value.this) or "0", 2))
+    if isinstance(value, exp.HexString):
+        try:
+            return bytes.fromhex(str(value.this)).decode("utf-8")
+        except ValueError:
+            return None  # not text: no value to fill
+    if isinstance(value, exp.CurrentTimestamp) or (
+            isinstance(value, (exp.Anonymous, exp.Column)) and str(value.this).upper() in _NOW_FUNCTIONS):
         return DEFAULT_NOW
     return None
 

@@ -569,6 +569,18 @@ def test_events_are_frozen() -> None:
     ("ALTER TABLE t ADD c datetime2 DEFAULT GETDATE()", "tsql", DEFAULT_NOW),
     ("ALTER TABLE t ADD COLUMN e int DEFAULT NULL", "mysql", None),
     ("ALTER TABLE t ADD c int DEFAULT (1+2)", "postgres", None),
+    # The wrapped forms that sources write back (TiCDC restores every string default with its charset).
+    ("ALTER TABLE `test`.`t` ADD COLUMN `e` VARCHAR(10) NOT NULL DEFAULT _UTF8MB4'x'", "mysql", "x"),
+    ("ALTER TABLE t ADD COLUMN e varchar(5) DEFAULT _utf8mb4'x' COLLATE utf8mb4_bin", "mysql", "x"),
+    ("ALTER TABLE t ADD COLUMN created DATETIME NOT NULL DEFAULT NOW()", "mysql", DEFAULT_NOW),
+    ("ALTER TABLE t ADD COLUMN created timestamp(3) DEFAULT NOW(3)", "mysql", DEFAULT_NOW),
+    ("ALTER TABLE t ADD COLUMN flag bit(1) DEFAULT b'101'", "mysql", "5"),
+    ("ALTER TABLE t ADD COLUMN c varchar(3) DEFAULT 0x61", "mysql", "a"),
+    ("ALTER TABLE t ADD COLUMN c varbinary(3) DEFAULT 0xff", "mysql", None),
+    ("ALTER TABLE t ADD COLUMN c varchar(5) DEFAULT 'abc'::character varying", "postgres", "abc"),
+    ("ALTER TABLE t ADD c int DEFAULT ((0))", "tsql", "0"),
+    ("ALTER TABLE t ADD c int DEFAULT ((-1))", "tsql", "-1"),
+    ("ALTER TABLE t ADD (d DATE DEFAULT SYSDATE)", "oracle", DEFAULT_NOW),
 ])
 def test_a_constant_default_is_kept_as_its_text(sql: str, dialect: str, default: str | None) -> None:
     (event,) = parse_ddl(sql, dialect)
