@@ -111,3 +111,30 @@ def test_mutated_messages_never_stop_the_batch(spark, session_lake, fmt: str) ->
     applied = apply_batch(spark, session_lake, source=source, batch_id=batch_id)
     assert set(applied.tables) == set(result.tables)
     assert is_applied(session_lake, source, batch_id)
+
+
+def test_a_source_time_beyond_the_calendar_is_no_source_time(spark, session_lake) -> None:
+    """An `es` in microseconds (the year 15700) on a DDL message stopped every run of its batch: the driver reads
+    DDL rows into Python, whose datetime ends in 9999. Such a time is null, on every message; the rest applies."""
+    from cdclake.normalize import read_staged, staging_dir
+    from cdclake.pipeline import apply_batch
+
+    huge = 433305438660591
+    base = {"database": "calendar", "table": "t", "es": huge, "ts": 1652950000000, "old": None, "id": 1}
+    messages = [
+        {**base, "data": None, "isDdl": True, "type": "CREATE", "mysqlType": None, "sqlType": None,
+         "pkNames": None, "sql": "CREATE TABLE `t` (`id` INT NOT NULL, `v` VARCHAR(5), PRIMARY KEY(`id`))"},
+        {**base, "id": 2, "data": [{"id": "1", "v": "a"}], "isDdl": False, "type": "INSERT", "sql": "",
+         "mysqlType": {"id": "int", "v": "varchar(5)"}, "sqlType": {"id": 4, "v": 12}, "pkNames": ["id"]},
+        {**base, "id": 3, "es": 1652950000000, "data": [{"id": "2", "v": "b"}], "isDdl": False, "type": "INSERT",
+         "sql": "", "mysqlType": {"id": "int", "v": "varchar(5)"}, "sqlType": {"id": 4, "v": 12}, "pkNames": ["id"]},
+    ]
+    source = "calendar"
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+        InputFile(f"mem://{source}/calendar.jsonl", "".join(json.dumps(m) + "\n" for m in messages).encode())])
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
+    assert (result.tables, result.quarantined) == ({"calendar.t": 2}, 0), result
+    staged = read_staged(spark, staging_dir(session_lake, source, batch_id) / "calendar.t")
+    times = {r["key"]["id"]: r["source_ts"] for r in staged.collect()}
+    assert times[1] is None and times[2] is not None and times[2].year == 2022, times
+    assert apply_batch(spark, session_lake, source=source, batch_id=batch_id).tables["calendar.t"].inserted == 2

@@ -120,6 +120,9 @@ def _combine(shapes: Sequence[Shape], per_shape: dict[str, Column], default: Col
     return default if expr is None else expr.otherwise(default)
 
 
+_EARLIEST, _LATEST = "0001-01-02 00:00:00", "9999-12-30 00:00:00"
+"""The source times kept (others are null): Python's datetime range, a day inside it for any time zone."""
+
 NULL_ENVELOPE_SKIP = "tombstone (null schema and payload)"
 _NULL_ENVELOPES = ('{"schema":null,"payload":null}', '{"payload":null,"schema":null}')
 
@@ -172,6 +175,10 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
     columns = {s.name: s.columns(j, row, row_index) for s in accepted}
     out = {c: _combine(accepted, {n: cols.get(c, _null_of(c)) for n, cols in columns.items()}, _null_of(c))
            for c in SHAPE_COLUMNS}
+    # A time no calendar reader takes (an `es` or `ts_ms` in microseconds is in the year 50000) is no source time:
+    # Python (the driver's DDL handling, pyiceberg readers) cannot hold it.
+    out["source_ts"] = F.when(out["source_ts"].between(F.lit(_EARLIEST).cast("timestamp"),
+                                                       F.lit(_LATEST).cast("timestamp")), out["source_ts"])
     # The columns are computed once, here; the rules below read them (where a message has a shape, the combined
     # column is that shape's), so a rule on e.g. table_id does not compute it again for status and for reason.
     steps.append(("add", [expr.alias(c) for c, expr in out.items()]))
@@ -224,7 +231,7 @@ def _unexpected_type_reason() -> Column:
     """The reason for a message whose parse failed on a field's JSON type: names the first field of
     :data:`_STRUCTURED` that holds another type, and its value (a string field keeps any JSON value's text)."""
     kinds = {"{": "an object", "[": "an array"}
-    top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p])))
+    top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p], "xid")))
     payload = F.from_json(top["payload"], StructType(_strings("source", "position")))
     reason: Column = F.lit("message value is JSON but a field has an unexpected type (payload, source and position "
                            "must be objects, data and old arrays of row objects)")
@@ -234,7 +241,13 @@ def _unexpected_type_reason() -> Column:
         reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), F.concat(
             F.lit(f"message value is JSON but field {path} is not {kinds[opener]}: "), F.substring(text, 1, 80),
         )).otherwise(reason)
-    return reason
+    # Maxwell's rows look like canal's, with `data` one object and a transaction id `xid`.
+    maxwell = F.ltrim(top["data"]).startswith("{") & top["xid"].isNotNull()
+    return F.when(maxwell, F.lit(MAXWELL_REASON)).otherwise(reason)
+
+
+MAXWELL_REASON = ("unrecognized message: a Maxwell message (data is one row object, with xid), a format cdclake does "
+                  "not read")
 
 
 def _null_of(column: str) -> Column:
