@@ -178,8 +178,12 @@ def merge_sql(target: str, source_view: str, *, key: Sequence[str], columns: Seq
 
 
 def latest_per_key(changes: DataFrame, key: Sequence[str]) -> DataFrame:
-    """Per key, the change with the highest position (pure)."""
-    w = Window.partitionBy(*key).orderBy(F.col("_cdc_position").desc())
+    """Per key, the change with the highest position (pure); of classified changes, the highest that is not stale,
+    if any: a copy delivered again (:func:`classify`) is stale and newer than the change it copies."""
+    order = [F.col("_cdc_position").desc()]
+    if "_action" in changes.columns:
+        order.insert(0, (F.col("_action") == "stale").asc())
+    w = Window.partitionBy(*key).orderBy(*order)
     return changes.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
 
 
@@ -304,8 +308,15 @@ def fold_patches(flat: DataFrame, stored: DataFrame, key: Sequence[str]) -> Data
 
 
 def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],
-             watermark: str | None = None, *, soft: bool = False) -> DataFrame:
+             watermark: str | None = None, *, soft: bool = False, value_columns: Sequence[str] = ()) -> DataFrame:
     """Add ``_action`` (insert/update/delete/noop/stale) to each change, against the stored row (pure).
+
+    A change delivered again (at-least-once delivery) is stale although its position is newer: only its landing
+    tail is (:func:`_redelivered`). That is the case for a delete at the source position of the key's tombstone
+    (or of its soft-deleted row), and for a change whose source position, op and values are those of the key's
+    change before it in the batch. A change at the source position of a live stored row is flagged
+    ``_maybe_again`` instead: whether it has the row's op and values is :func:`settle_redelivered`'s to say (the
+    comparison reads every column of the table, which the classification otherwise does not).
 
     Args:
         changes: Flat changes (any number per key), with ``_key_json``.
@@ -314,24 +325,69 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
         key: Key columns.
         watermark: The table's cut (latest truncate or snapshot end), or None.
         soft: Soft-delete mode (a stored row may be a deleted one).
+        value_columns: The other columns, compared to tell a copy delivered again within the batch.
     """
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
     stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"), live.alias("_stored_live"))
+    changes = _mark_redelivered_in_batch(changes.withColumn("_content", _sent_content(value_columns)), key)
     joined = changes.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
     is_delete = F.col("_cdc_op") == "d"
     pos = F.col("_cdc_position")
     not_newer_than_cut = pos <= F.lit(watermark) if watermark is not None else F.lit(False)
-    tombstoned = F.col("_tomb_position").isNotNull() & (pos <= F.col("_tomb_position"))
+    tombstoned = F.col("_tomb_position").isNotNull() & (
+        (pos <= F.col("_tomb_position")) | (is_delete & _redelivered(pos, F.col("_tomb_position"))))
+    at_stored = _redelivered(pos, F.col("_stored_position"))
     action = (
-        F.when(not_newer_than_cut, "stale")
+        F.when(not_newer_than_cut | F.col("_again"), "stale")
         .when(F.col("_stored_position").isNull(),
               F.when(tombstoned, "stale").when(is_delete, "noop").otherwise("insert"))
-        .when(pos <= F.col("_stored_position"), "stale")
+        .when((pos <= F.col("_stored_position")) | (is_delete & at_stored & ~F.col("_stored_live")), "stale")
         .when(F.col("_stored_live"), F.when(is_delete, "delete").otherwise("update"))
         .when(is_delete, "noop")
         .otherwise("insert")
     )
-    return joined.withColumn("_action", action).drop("_stored_position", "_stored_live", "_tomb_position")
+    maybe_again = (action == "update") & at_stored & F.col("_content").isNotNull()
+    return (joined.withColumn("_action", action).withColumn("_maybe_again", maybe_again)
+            .drop("_stored_position", "_stored_live", "_tomb_position", "_again"))
+
+
+def settle_redelivered(classified: DataFrame, stored: DataFrame, key: Sequence[str],
+                       value_columns: Sequence[str]) -> DataFrame:
+    """The ``_maybe_again`` changes (:func:`classify`) that have the stored row's op and values: stale (pure)."""
+    rows = stored.select(*key, _content(value_columns).alias("_stored_content"))
+    candidates = classified.where(F.col("_maybe_again")).select(*key).distinct()
+    rows = rows.join(candidates, list(key), "left_semi")
+    again = F.col("_maybe_again") & F.coalesce(F.col("_content") == F.col("_stored_content"), F.lit(False))
+    return (classified.join(rows, list(key), "left")
+            .withColumn("_action", F.when(again, F.lit("stale")).otherwise(F.col("_action")))
+            .drop("_stored_content"))
+
+
+def _content(value_columns: Sequence[str]) -> Column:
+    """A hash of a row's op and values: equal for a change and its copy delivered again."""
+    return F.xxhash64(F.col("_cdc_op"), *[F.col(c) for c in value_columns])
+
+
+def _sent_content(value_columns: Sequence[str]) -> Column:
+    """:func:`_content` of a change, null for a partial one (a column unavailable: its stored value is not what
+    was sent, so such a change is never taken for a copy)."""
+    return F.when(F.size(F.col("_unavailable")) == 0, _content(value_columns))
+
+
+def _redelivered(position: Column, other: Column) -> Column:
+    """Whether two positions have the same source position, a real one (not the zeros of a stream without
+    positions, whose order is their arrival): they differ in the landing tail only."""
+    source = F.substring_index(position, "/", 1)
+    return F.coalesce((source == F.substring_index(other, "/", 1)) & source.rlike("[1-9a-f]"), F.lit(False))
+
+
+def _mark_redelivered_in_batch(changes: DataFrame, key: Sequence[str]) -> DataFrame:
+    """``_again``: the key's change before this one in the batch is the same change (:func:`_redelivered`, same op
+    and values; ``_content``): a copy delivered again within one batch."""
+    w = Window.partitionBy(*key).orderBy("_cdc_position")
+    again = _redelivered(F.col("_cdc_position"), F.lag("_cdc_position").over(w)) & (
+        F.lag("_content").over(w) == F.col("_content"))
+    return changes.withColumn("_again", F.coalesce(again, F.lit(False)))
 
 
 def _earlier_in_batch(key: Sequence[str]) -> WindowSpec:
@@ -786,11 +842,18 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
     stored = spark.table(name)
     if cut is not None:
         stored = stored.where(F.col("_cdc_position") >= F.lit(cut))
-    classified = classify(flat, stored, tombstones.of_table(spark, tid), key, watermark=watermark, soft=soft)
+    classified = classify(flat, stored, tombstones.of_table(spark, tid), key, watermark=watermark, soft=soft,
+                          value_columns=value_columns)
     if partial and value_columns:
         classified = fill_unavailable(classified, key, value_columns)
     # Materialized now: the steps below change the table the classification read.
     classified = classified.localCheckpoint(eager=True)
+    if not _is_empty(classified.where(F.col("_maybe_again"))):  # rare: a batch with copies delivered again
+        # (A copy has no unavailable column, and its values are the stored row's: filling from it or from the
+        # stored row is the same.)
+        checked = settle_redelivered(classified, stored, key, value_columns).localCheckpoint(eager=True)
+        classified.unpersist()
+        classified = checked
     try:
         if options.changelog:
             _append_changelog(spark, tid, classified.where(F.col("_action") != "stale"), columns, key,
@@ -874,19 +937,30 @@ def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key
         older = F.col("_cdc_position") <= F.lit(cut)
         stale = flat.where(older).count()
         flat = flat.where(~older)
-    classified = flat.withColumn("_action", F.lit("insert"))
     # A snapshot holds one change per key: finding that out shuffles only the key columns, where the newest-change
     # window and the changelog's sequencing shuffle and sort whole rows (the window twice: the write's range
     # partitioning samples its output).
     one_per_key = _one_change_per_key(flat, key)
-    if options.changelog:
-        _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id,
-                          one_per_key=one_per_key)
-        faults.point("apply:after-changelog")
-    keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(options.soft))]
-    newest = classified if one_per_key else latest_per_key(classified, key)
-    newest.select(*keep).writeTo(name).append()
-    faults.point("apply:after-merge")
+    classified = flat.withColumn("_action", F.lit("insert"))
+    marked = None
+    if not one_per_key:  # copies delivered again within the batch are stale (classify)
+        marked = _mark_redelivered_in_batch(flat.withColumn("_content", _sent_content(value_columns)), key)
+        marked = (marked.withColumn("_action", F.when(F.col("_again"), "stale").otherwise("insert"))
+                  .drop("_content", "_again").localCheckpoint(eager=True))
+        stale += marked.where(F.col("_action") == "stale").count()
+        classified = marked.where(F.col("_action") != "stale")
+    try:
+        if options.changelog:
+            _append_changelog(spark, tid, classified, columns, key, source=source, batch_id=batch_id,
+                              one_per_key=one_per_key)
+            faults.point("apply:after-changelog")
+        keep = [*key, *value_columns, *(n for n, _ in _bookkeeping(options.soft))]
+        newest = classified if one_per_key else latest_per_key(classified, key)
+        newest.select(*keep).writeTo(name).append()
+        faults.point("apply:after-merge")
+    finally:
+        if marked is not None:
+            marked.unpersist()
     if cut is not None:
         tombstones.record_truncate(spark, tid, cut)
     faults.point("apply:after-tombstones")

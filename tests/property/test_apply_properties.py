@@ -84,10 +84,11 @@ def _lake_rows(spark: Any, tid: str, soft: bool) -> dict[int, Any]:
 
 
 def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]], *, soft: bool,
-                 truth: dict[int, dict[str, Any]] | None, history: bool | None = None) -> None:
+                 truth: dict[int, dict[str, Any]] | None, history: bool | None = None) -> tuple[str, list[Any]]:
     """Deliver batches through land -> normalize -> apply; compare with the reference after every batch.
 
-    ``history``: keep an SCD2 history (None: every other scenario does)."""
+    ``history``: keep an SCD2 history (None: every other scenario does). Returns the table and each batch's
+    apply counts."""
     from cdclake import pipeline
     from cdclake.apply import ApplyOptions
 
@@ -96,6 +97,7 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     tid = f"{schema}.items"
     ref = Reference(soft=soft)
     seq_of: dict[str, int] = {}
+    counts = []
     # Every other scenario keeps an SCD2 history (compared below); the others take the bulk-load path of a first
     # batch into an empty table, which a history turns off.
     history = n % 2 == 0 if history is None else history
@@ -118,6 +120,7 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
         normalized = pipeline.normalize_batch(spark, lake, source=source, batch_id=landed.batch_id, fmt="debezium")
         assert normalized.quarantined == 0, normalized
         applied = pipeline.apply_batch(spark, lake, source=source, batch_id=landed.batch_id, default=options)
+        counts.append(applied.tables.get(tid))
         if tid in applied.tables:
             lake_rows = _lake_rows(spark, tid, soft)
             live = sum(1 for v in lake_rows.values() if not (soft and v[1]))
@@ -131,6 +134,7 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     assert _lake_changelog(spark, tid) == ref.changelog
     if truth is not None:
         assert ref.live() == truth, "the reference applier disagrees with the simulated source"
+    return tid, counts
 
 
 def _lake_changelog(spark: Any, tid: str) -> dict[int, list[str]]:
@@ -231,3 +235,25 @@ def test_a_first_batch_into_an_empty_table_keeps_the_newest_change_of_each_key(s
                   Event(1011, "u", 3, {"name": "n3c", "qty": 31, "note": "third"}),
                   Event(1012, "c", 9, {"name": "n9", "qty": 9, "note": None})]
     run_scenario(spark, session_lake, tmp_path, [batch], soft=False, truth=None, history=False)
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
+@pytest.mark.parametrize("history", [False, True], ids=["no-history", "history"])
+def test_changes_delivered_again_are_applied_once(spark, session_lake, tmp_path, soft: bool, history: bool) -> None:
+    """At-least-once delivery: a connector restarted after the first batch sends its last changes again (the same
+    LSNs, ops and values) in the second, and one of them twice. They are stale: the table, the changelog and the
+    counts show each change once (written out by hand, not by the reference)."""
+    def row(n: int) -> dict[str, Any]:
+        return {"name": f"n{n}", "qty": n, "note": f"note-{n}"}
+
+    first = [Event(1008, "c", 1, row(1)), Event(1016, "c", 2, row(2)), Event(1024, "u", 1, row(11)),
+             Event(1032, "d", 2)]
+    second = [Event(1024, "u", 1, row(11)), Event(1032, "d", 2), Event(1040, "c", 3, row(3)),
+              Event(1040, "c", 3, row(3)), Event(1024, "u", 1, row(11))]
+    tid, counts = run_scenario(spark, session_lake, tmp_path, [first, second], soft=soft, truth=None,
+                               history=history)
+    assert _lake_changelog(spark, tid) == {1: ["insert", "update"], 2: ["insert", "delete"], 3: ["insert"]}
+    again = counts[1]
+    assert (again.inserted, again.updated, again.deleted) == (1, 0, 0), again
+    live = {k: v for k, v in _lake_rows(spark, tid, soft).items() if not (soft and v[1])}
+    assert sorted(live) == [1, 3]

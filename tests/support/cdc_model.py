@@ -203,6 +203,8 @@ class StoredRow:
     position: Position
     values: dict[str, Any]
     deleted: bool = False
+    op: str = ""
+    """The op of the change that wrote the row."""
 
 
 @dataclass
@@ -254,9 +256,9 @@ class Reference:
         stored = self.rows.get(e.key)
         if stored is None:
             tomb = self.tombs.get(e.key)
-            if tomb is not None and pos <= tomb:
-                return
-        elif pos <= stored.position:
+            if tomb is not None and (pos <= tomb or (e.op == "d" and pos[0] == tomb[0])):
+                return  # older than the key's delete, or that delete delivered again
+        elif pos <= stored.position or self._again(stored, pos, e):
             return
         was_live = stored is not None and not stored.deleted
         self.changelog.setdefault(e.key, []).append(
@@ -274,9 +276,21 @@ class Reference:
         values = {c: e.after.get(c) for c in (*COLUMNS, EXTRA)}
         if e.toast:
             values["note"] = stored.values.get("note") if stored is not None else None
-        self.rows[e.key] = StoredRow(pos, values)
+        self.rows[e.key] = StoredRow(pos, values, op=e.op)
         self._close(e.key, pos, "superseded")
         self.versions.setdefault(e.key, []).append(Version(values))
+
+    @staticmethod
+    def _again(stored: StoredRow, pos: Position, e: Event) -> bool:
+        """At-least-once delivery: the change that wrote the stored row (its LSN, op and values) delivered again.
+        A change with a TOAST placeholder is never taken for one (the stored value is not what it sent)."""
+        if pos[0] != stored.position[0] or e.toast:
+            return False
+        if e.op == "d":
+            return stored.deleted
+        assert e.after is not None
+        sent = {c: e.after.get(c) for c in (*COLUMNS, EXTRA)}
+        return not stored.deleted and stored.op == e.op and sent == stored.values
 
     def live(self) -> dict[int, dict[str, Any]]:
         """Rows a reader sees: key -> values."""
