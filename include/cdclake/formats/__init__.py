@@ -41,9 +41,9 @@ PARSED_COLUMNS = (
 ``row_index`` (row in a multi-row message), ``line``, ``byte_offset``, ``offset``, and the raw ``key``/``value``.
 Change: ``table_id``, ``table_name`` (the stream's spelling of the table, where it is not ``table_id``), ``op``
 (c/u/d/r/t), ``source_pos`` (fixed-width ordered source position), ``source_ts`` (timestamp), ``snapshot`` (marker
-or null). Images as JSON object text: ``key_text``, ``before_text``,
-``after_text``, and ``old_text``: a partial before image (canal's ``old``, which holds only the changed columns);
-the before image is then the after image with those columns' old values. Types: ``row_schema``/``key_schema``
+or null). Images as JSON object text: ``key_text``, ``before_text``, ``after_text``, and ``old_text``: a partial
+before image (canal's ``old``, which holds only the changed columns); the before image is then the after image with
+those columns' old values. Types: ``row_schema``/``key_schema``
 (JSON text read by :func:`table_columns` and :func:`key_columns`, or null). ``ddl``: the statement of a DDL record
 (its ``row_schema`` then carries the dialect and namespace). ``patch``: a partial update's operators (MongoDB
 ``$set``/``$unset``). Outcome: ``status`` = ``ok`` | ``skip`` | ``ddl`` | ``quarantine`` with a ``reason``."""
