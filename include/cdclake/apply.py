@@ -312,11 +312,18 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
     """Add ``_action`` (insert/update/delete/noop/stale) to each change, against the stored row (pure).
 
     A change delivered again (at-least-once delivery) is stale although its position is newer: only its landing
-    tail is (:func:`_redelivered`). That is the case for a delete at the source position of the key's tombstone
-    (or of its soft-deleted row), and for a change whose source position, op and values are those of the key's
-    change before it in the batch. A change at the source position of a live stored row is flagged
-    ``_maybe_again`` instead: whether it has the row's op and values is :func:`settle_redelivered`'s to say (the
-    comparison reads every column of the table, which the classification otherwise does not).
+    tail is (:func:`_redelivered`). Several changes of a key can share a source position (canal's binlog second
+    and batch id, a TiCDC transaction's commit_ts), so what is compared with the stored row is the key's *run*:
+    its changes in the batch at that source position, of which the last says where the run leaves the row.
+    - A run at the source position of the key's tombstone (or of its soft-deleted row) that ends with a delete is
+      that delete, and what led to it, delivered again: stale.
+    - A run at the source position of a live stored row is flagged ``_maybe_again``: if its last change has the
+      row's op and values, the run is a copy and stale (:func:`settle_redelivered`; the comparison reads every
+      column of the table, which the classification otherwise does not). A genuine change that repeats the
+      stored row's values after another change of the run (``b`` then ``a`` again) is not one: the run ends
+      elsewhere or the table is left as it is.
+    - A change whose source position, op and values are those of the key's change before it in the batch is a
+      copy of that change: stale.
 
     Args:
         changes: Flat changes (any number per key), with ``_key_json``.
@@ -329,35 +336,38 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
     """
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
     stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"), live.alias("_stored_live"))
-    changes = _mark_redelivered_in_batch(changes.withColumn("_content", _sent_content(value_columns)), key)
+    changes = _mark_runs(_mark_redelivered_in_batch(changes.withColumn("_content", _sent_content(value_columns)),
+                                                    key), key)
     joined = changes.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
     is_delete = F.col("_cdc_op") == "d"
     pos = F.col("_cdc_position")
     not_newer_than_cut = pos <= F.lit(watermark) if watermark is not None else F.lit(False)
     tombstoned = F.col("_tomb_position").isNotNull() & (
-        (pos <= F.col("_tomb_position")) | (is_delete & _redelivered(pos, F.col("_tomb_position"))))
+        (pos <= F.col("_tomb_position")) | (F.col("_run_deletes") & _redelivered(pos, F.col("_tomb_position"))))
     at_stored = _redelivered(pos, F.col("_stored_position"))
     action = (
         F.when(not_newer_than_cut | F.col("_again"), "stale")
         .when(F.col("_stored_position").isNull(),
               F.when(tombstoned, "stale").when(is_delete, "noop").otherwise("insert"))
-        .when((pos <= F.col("_stored_position")) | (is_delete & at_stored & ~F.col("_stored_live")), "stale")
+        .when((pos <= F.col("_stored_position")) | (F.col("_run_deletes") & at_stored & ~F.col("_stored_live")),
+              "stale")
         .when(F.col("_stored_live"), F.when(is_delete, "delete").otherwise("update"))
         .when(is_delete, "noop")
         .otherwise("insert")
     )
-    maybe_again = (action == "update") & at_stored & F.col("_content").isNotNull()
+    maybe_again = action.isin("update", "delete") & at_stored & F.col("_run_content").isNotNull()
     return (joined.withColumn("_action", action).withColumn("_maybe_again", maybe_again)
-            .drop("_stored_position", "_stored_live", "_tomb_position", "_again"))
+            .drop("_stored_position", "_stored_live", "_tomb_position", "_again", "_run_deletes"))
 
 
 def settle_redelivered(classified: DataFrame, stored: DataFrame, key: Sequence[str],
                        value_columns: Sequence[str]) -> DataFrame:
-    """The ``_maybe_again`` changes (:func:`classify`) that have the stored row's op and values: stale (pure)."""
+    """The ``_maybe_again`` changes (:func:`classify`) whose run ends with the stored row's op and values: stale
+    (pure)."""
     rows = stored.select(*key, _content(value_columns).alias("_stored_content"))
     candidates = classified.where(F.col("_maybe_again")).select(*key).distinct()
     rows = rows.join(candidates, list(key), "left_semi")
-    again = F.col("_maybe_again") & F.coalesce(F.col("_content") == F.col("_stored_content"), F.lit(False))
+    again = F.col("_maybe_again") & F.coalesce(F.col("_run_content") == F.col("_stored_content"), F.lit(False))
     return (classified.join(rows, list(key), "left")
             .withColumn("_action", F.when(again, F.lit("stale")).otherwise(F.col("_action")))
             .drop("_stored_content"))
@@ -388,6 +398,21 @@ def _mark_redelivered_in_batch(changes: DataFrame, key: Sequence[str]) -> DataFr
     again = _redelivered(F.col("_cdc_position"), F.lag("_cdc_position").over(w)) & (
         F.lag("_content").over(w) == F.col("_content"))
     return changes.withColumn("_again", F.coalesce(again, F.lit(False)))
+
+
+def _mark_runs(changes: DataFrame, key: Sequence[str]) -> DataFrame:
+    """The key's run of a change: its changes in the batch at the change's source position. ``_run_content`` is
+    the :func:`_content` of the run's last change, ``_run_deletes`` whether that change is a delete.
+
+    (Partitioned by the key and the source position: the key's partitioning of :func:`_mark_redelivered_in_batch`
+    already places a run together, so this adds a sort, not a shuffle.)"""
+    run = Window.partitionBy(*key, F.substring_index(F.col("_cdc_position"), "/", 1))
+    last = F.max_by(F.struct(F.col("_content").alias("content"), (F.col("_cdc_op") == "d").alias("deletes")),
+                    F.col("_cdc_position")).over(run)
+    return (changes.withColumn("_run_last", last)
+            .withColumn("_run_content", F.col("_run_last.content"))
+            .withColumn("_run_deletes", F.col("_run_last.deletes"))
+            .drop("_run_last"))
 
 
 def _earlier_in_batch(key: Sequence[str]) -> WindowSpec:
