@@ -804,6 +804,19 @@ def test_mysql_events_without_binlog_coordinates_keep_arrival_order(spark, sessi
     assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 3 + [mysql_prefix("mysql-bin.000003", 154, 0)]
 
 
+def test_postgres_events_with_long_min_value_for_lsn_keep_arrival_order(spark, session_lake, source):
+    # Apache SeaTunnel's debezium-json writes Long.MIN_VALUE as the LSN of a PostgreSQL event it has none for (its
+    # test data: `"lsn": -9223372036854776000`, `"sequence": "[null,\"-9223372036854775808\"]"`): like Flink's
+    # MySQL placeholders, older than any real position. Any other negative LSN stays unreadable (broken corpus).
+    placeholder = {"connector": "postgresql", "file": None, "pos": None, "row": None, "server_id": None,
+                   "sequence": '[null,"-9223372036854775808"]'}
+    rows = staged_inserts(spark, session_lake, source, [
+        {**placeholder, "lsn": -9223372036854776000}, {**placeholder, "lsn": 24023128, "sequence": None},
+        {**placeholder, "lsn": -9223372036854775808}])
+    assert [r.after.id for r in rows] == [0, 2, 1]
+    assert [split_position(r.position)[0] for r in rows] == ["0" * 48] * 2 + [format(24023128, "016x") * 2]
+
+
 def test_ticdc_events_are_ordered_by_their_commit_ts(spark, session_lake, source):
     # TiCDC's Debezium protocol: no binlog coordinates (`"file": "", "pos": 0`), the transaction's TiDB timestamp in
     # `source.commit_ts`. Delivered out of commit order (one partition after another), they apply in commit order.

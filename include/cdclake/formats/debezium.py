@@ -19,7 +19,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   dropped; 32 each when one has more than 20, as Db2 LUW's do; 64 when more than 32) + ``event_serial_no`` (16);
   MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
-  TiCDC ``commit_ts``; a writer that names no connector and no position: arrival order (:data:`NO_BINLOG_POSITION`).
+  TiCDC ``commit_ts``; a writer that names no connector and no position, or writes a placeholder (MySQL's
+  ``"file": ""`` with ``"pos": 0``, PostgreSQL's ``lsn`` Long.MIN_VALUE): arrival order (:data:`NO_BINLOG_POSITION`).
 - ``source_ts``: ``source.ts_us`` / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot`` unless false.
 """
 
@@ -50,6 +51,9 @@ NO_BINLOG_POSITION = "0" * 48
 debezium-json writes them), and of change events whose source names no connector and no position (Flink CDC's
 pipeline Kafka sink writes only ``db`` and ``table``): older than every real position, so their order is arrival
 order (the position's landing tail), and a change with real coordinates wins over them."""
+
+_LONG_MIN_LSN = r"^-(9223372036854775808|9223372036854776000|9\.223372036854776[Ee]\+?18)$"
+"""Long.MIN_VALUE as an ``lsn`` text: a writer's placeholder for "no LSN" (:func:`_source_position`)."""
 
 _POSITION_FIELDS = ("lsn", "commit_lsn", "change_lsn", "file", "pos", "commit_ts", "scn", "commit_scn")
 
@@ -94,6 +98,9 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
     scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
         F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), _postgres_position(lsn, src["sequence"]))
+        # Apache SeaTunnel's debezium-json writes Long.MIN_VALUE (as a long or a double) for a PostgreSQL event
+        # without an LSN, as Flink's writes MySQL's `"file": "", "pos": 0`: a writer's "no position".
+        .when(F.trim(lsn).rlike(_LONG_MIN_LSN), F.lit(NO_BINLOG_POSITION))
         # Oracle: the transaction's commit SCN (a snapshot read has none: its SCN), then the change's SCN.
         .when(scn.rlike(r"^\d+$"),
               F.concat(hex_segment(F.when(commit_scn.rlike(r"^\d+$"), commit_scn).otherwise(scn)), hex_segment(scn)))
