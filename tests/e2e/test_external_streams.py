@@ -22,6 +22,10 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   expected messages: Flink CDC's pipeline Kafka sink writes a ``source`` with only ``db`` and ``table`` (no
   connector, no position), so arrival order decides. Three inserts, the delete of 1, then (after the test's ALTER
   TABLE, which adds ``newCol3`` and drops ``col2``) an update of 2. The oracle replays the five messages by hand.
+- ``paimon-canal-audit-time.jsonl``: apache/paimon ``kafka/canal/database/audit-time/canal-data-1.txt`` to ``-4``:
+  INSERT A, UPDATE to B, UPDATE to C, DELETE of one row, all four at one ``es`` and ``id`` (one canal batch within
+  one second), so they share a source position. Delivered again in part and whole, they change nothing. Oracle: the
+  four statements replayed by hand.
 - ``tiflow-canal-json-types.jsonl``: pingcap/tiflow's canal-json test row (``canal_test_util.go``): TiCDC's
   ``mysqlType`` names without widths (``bit``, ``decimal``), every integer width signed and unsigned, binary values
   as Latin-1 text, enum/set as their index/bitmask, ``id`` 0. Oracle: the test's expected encoded values
@@ -127,11 +131,11 @@ def actions(changelog: list[str]) -> dict[int, list[str]]:
     return out
 
 
-def lake_actions(settings: LakeSettings, tid: str) -> dict[int, list[str]]:
-    """Per id, the actions of a lake table's changelog in position order."""
+def lake_actions(settings: LakeSettings, tid: str, key: str = "id") -> dict[int, list[str]]:
+    """Per value of the ``key`` column, the actions of a lake table's changelog in position order."""
     out: dict[int, list[str]] = {}
-    for row in sorted(table_rows(settings, changelog_table_id(tid)), key=lambda r: (r["id"], r["_cdc_position"])):
-        out.setdefault(row["id"], []).append(row["_cdc_action"])
+    for row in sorted(table_rows(settings, changelog_table_id(tid)), key=lambda r: (r[key], r["_cdc_position"])):
+        out.setdefault(row[key], []).append(row["_cdc_action"])
     return out
 
 
@@ -191,3 +195,26 @@ def test_seatunnel_debezium_mysql_stream_gives_its_expected_changelog(tmp_path: 
     settings = LakeSettings.from_env(lake, env={})
     assert as_float32(dump_rows(settings, "inventory.products")) == as_float32(replay(FLINK_CHANGELOG[:20]))
     assert lake_actions(settings, "inventory.products") == actions(FLINK_CHANGELOG[:20])
+
+
+def test_paimon_canal_changes_sharing_a_position_delivered_again_change_nothing(tmp_path: Path) -> None:
+    # At-least-once delivery: the connector sends B and C again after C, then all four after the DELETE. Each batch
+    # differs in content from the ones before (identical content would be the same batch, re-applied).
+    lines = (EXTERNAL / "paimon-canal-audit-time.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lake = tmp_path / "lake"
+    calls = []
+    for n, picked in enumerate(([0, 1, 2], [1, 2], [3], [0, 1, 2, 3])):
+        batch = tmp_path / f"batch-{n}.jsonl"
+        batch.write_text("".join(lines[i] for i in picked), encoding="utf-8")
+        calls.append(["apply", "--format", "canal", "--source", "paimon_audit", "--lake", str(lake),
+                      "--input", str(batch)])
+    results = run_cli_session(calls, tmp_path / "cli")
+    assert [r["exit"] for r in results] == [0] * len(calls), [r["stderr"][-3000:] for r in results]
+    tables = [json.loads(r["stdout"])["tables"]["test_audit_time.t1"] for r in results]
+    assert [t["rows"] for t in tables] == [1, 1, 0, 0]
+    for again in (tables[1], tables[3]):
+        assert (again["inserted"], again["updated"], again["deleted"]) == (0, 0, 0), tables
+    settings = LakeSettings.from_env(lake, env={})
+    assert dump_rows(settings, "test_audit_time.t1") == []
+    # The changelog holds each statement once: A inserted, updated to B and to C, deleted.
+    assert lake_actions(settings, "test_audit_time.t1", key="k") == {1: ["insert", "update", "update", "delete"]}
