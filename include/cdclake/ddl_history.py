@@ -10,7 +10,8 @@ new names:
 - a renamed column: an image's old column name is read as the new one; the lake column keeps its values and its
   Iceberg field id (``ALTER TABLE .. RENAME COLUMN``);
 - a dropped column: images' values for it are ignored, until an ``ADD COLUMN`` of the same name (a column that
-  is re-created starts empty, as in the source);
+  is re-created starts empty, as in the source; images from before the drop in the same batch do not fill it:
+  :attr:`cdclake.normalize.TableTyping.cleared`);
 - a table renamed onto a name (``RENAME b TO a``): the name's earlier table is gone at the source (dropped, or
   renamed away), so changes of ``a`` from before the rename go where that table went: to the table ``a`` was
   renamed to, else to ``a__displaced_<hash>`` (:func:`displaced_table_id`), where the lake's earlier table ``a``,
@@ -31,6 +32,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -195,16 +197,21 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
         return history, {}
     problems: dict[str, str] = {}
     recorded: list[LakeChange] = []
+    # A statement is known by its source position, so that one landed again is not applied twice. Several can
+    # share one (canal's binlog second and batch id: `RENAME COLUMN v TO w`, `w TO v`, `v TO w`): the batch's
+    # k-th copy of a statement is one applied already when the history holds k of them.
     done = _recorded(spark, source=source)
+    seen: Counter[tuple[str, str, str, str, str]] = Counter()
     for change in changes:
-        if _identity(change) in done:
+        seen[_identity(change)] += 1
+        if seen[_identity(change)] <= done[_identity(change)]:
             continue  # applied when this statement was first normalized, and folded into the history already
         if change.kind == "create_table":  # only the history changes: the new table is created by its rows
             if history.fold(change, source=source, batch_id=batch_id):
                 log.info("table name %s taken again (%s): its newer changes go to a new lake table",
                          change.table_id, change.sql.strip()[:120])
                 recorded.append(change)
-                done.add(_identity(change))
+                done[_identity(change)] += 1
             continue
         problem = _execute(spark, history, change, Mark(source, batch_id, change.position))
         if problem:
@@ -213,7 +220,7 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
             continue
         history.fold(change, source=source, batch_id=batch_id)
         recorded.append(change)
-        done.add(_identity(change))
+        done[_identity(change)] += 1
     if recorded:
         _record(spark, recorded, source=source, batch_id=batch_id)
     log.info("applied %d DDL change(s) to the lake: %s", len(recorded),
@@ -300,13 +307,13 @@ def _rename(spark: "SparkSession", old: str, new: str) -> None:
     spark.sql(f"ALTER TABLE {spark_table_name(old)} RENAME TO `{namespace}`.`{table}`")
 
 
-def _recorded(spark: "SparkSession", *, source: str) -> set[tuple[str, str, str, str, str]]:
-    """The source's changes already recorded: a statement landed again (a re-run, a replay) must not be applied
-    again (a column it dropped may have been re-added since)."""
+def _recorded(spark: "SparkSession", *, source: str) -> Counter[tuple[str, str, str, str, str]]:
+    """How often each of the source's changes is recorded: a statement landed again (a re-run, a replay) must not
+    be applied again (a column it dropped may have been re-added since)."""
     if not table_exists(spark, TABLE):
-        return set()
+        return Counter()
     rows = spark.table(spark_table_name(TABLE)).where(f"source = '{sql_literal(source)}'").collect()
-    return {(r["kind"], r["table_id"], r["old"], r["new"], r["position"]) for r in rows}
+    return Counter((r["kind"], r["table_id"], r["old"], r["new"], r["position"]) for r in rows)
 
 
 def _record(spark: "SparkSession", changes: list[LakeChange], *, source: str, batch_id: str) -> None:

@@ -61,7 +61,15 @@ from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time
 from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl import DEFAULT_NOW
 from cdclake.ddl_history import History
-from cdclake.schema_changes import SKIP_CREATE, ColumnDefault, DdlPolicies, Outcome, TableDefinition, interpret
+from cdclake.schema_changes import (
+    SKIP_CREATE,
+    SKIP_CREATE_NO_COLUMNS,
+    ColumnDefault,
+    DdlPolicies,
+    Outcome,
+    TableDefinition,
+    interpret,
+)
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths, list_batches, read_manifest
 from cdclake.plans import ColumnPlan, cached_plan, plan_key
@@ -112,6 +120,9 @@ class TableTyping:
     aliases: tuple[tuple[str, str], ...] = ()
     """``(old, current)`` column names: images that carry ``old`` (written before a rename, or another spelling of
     the name in case) fill ``current``."""
+    cleared: tuple[tuple[str, str], ...] = ()
+    """``(column, position)``: the batch dropped the column at that full position and added it again; an image
+    written before then carries a value of the dropped column, which the new one does not have."""
 
     def sources(self, name: str) -> list[str]:
         """The image fields a column is read from: its own name, then the names it had before renames."""
@@ -136,6 +147,9 @@ class _Image:
         # of an image several times (its value, its failure check, the key, the placeholder list).
         if name not in self._columns:
             fields = [self.field(n) for n in self.typing.sources(name)]
+            dropped_at = dict(self.typing.cleared).get(name)
+            if dropped_at is not None:  # the image's own field, not a renamed column's old name
+                fields[0] = F.when(_position() > F.lit(dropped_at), fields[0])
             self._columns[name] = fields[0] if len(fields) == 1 else F.coalesce(*fields)
         return self._columns[name]
 
@@ -197,6 +211,11 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
 
 _BATCH = "_cdc_batch"
 """The batch id, as a column of the records being typed (not a literal in the cached expressions)."""
+
+
+def _position() -> Column:
+    """The full position of the records being typed."""
+    return position(F.col("source_pos"), F.col(_BATCH), F.col("file_index"), F.col("index"), F.col("row_index"))
 
 
 def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tuple[str, ...]) -> ColumnPlan:
@@ -267,8 +286,7 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
         F.when(old_key_delete, F.col("_before_key")).otherwise(F.col("_key")).alias("key"),
         F.col("_before").alias("before"),
         F.when(old_key_delete, F.lit(None)).otherwise(F.col("_after")).alias("after"),
-        position(F.col("source_pos"), batch, F.col("file_index"), F.col("index"), F.col("row_index"))
-        .alias("position"),
+        _position().alias("position"),
         F.col("source_ts"),
         F.col("snapshot"),
         batch.alias("batch_id"),
@@ -859,10 +877,43 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
     return fills
 
 
-def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
-                  source: str) -> tuple[DataFrame, Outcome]:
+def _statement_position(spark: SparkSession, parsed: DataFrame, record: dict[str, Any], *,
+                        batch_id: str) -> str | None:
+    """A DDL record's full position (its source position, else the nearest row change's in its file), or None."""
+    source_pos = record.get("source_pos") or _nearest_position(parsed, record["input"], record["index"])
+    if source_pos is None:
+        return None
+    return spark.range(1).select(position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]),
+                                          F.lit(record["index"]), F.lit(record["row_index"])).alias("p")).first()["p"]
+
+
+def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefinition | None, typing: TableTyping,
+                     *, batch_id: str) -> TableTyping:
+    """``typing`` with the columns the batch dropped and added again (``DROP COLUMN v`` .. ``ADD COLUMN v``) in
+    :attr:`TableTyping.cleared`: at the source, the rows written before the drop lost their value, and the new
+    column starts empty (or with its DEFAULT, which apply fills in where it is null)."""
+    if declared is None or not declared.dropped_at:
+        return typing
+    dropped = {name.lower(): record for name, record in declared.dropped_at.items()}
+    cleared = []
+    for column in typing.columns:
+        record = dropped.get(column.name.lower())
+        if record is None:
+            continue
+        at = _statement_position(spark, parsed, record, batch_id=batch_id)
+        if at is None:
+            log.warning("DDL %r: no position, so values of %s written before it are kept", record.get("ddl"),
+                        column.name)
+            continue
+        cleared.append((column.name, at))
+    return replace(typing, cleared=tuple(cleared)) if cleared else typing
+
+
+def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source: str,
+                  batch_id: str) -> tuple[DataFrame, Outcome]:
     """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id; changes of a name
-    taken again that are older (by source position) than its new ``CREATE`` go where the old table went."""
+    taken again that are older (by source position; in the ``CREATE``'s own batch, a tie by arrival order) than
+    its new ``CREATE`` go where the old table went."""
     if not history.tables and not history.reused:
         return parsed, outcome
     routed = F.col("table_id")
@@ -872,8 +923,14 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
         routed = F.coalesce(F.try_element_at(mapping, F.col("table_id")), F.col("table_id"))
     for tid, (created, older_to) in history.reused.items():
         if created.source == source and created.is_source_position:
-            older = (F.col("table_id") == tid) & (F.col("source_pos") < F.lit(created.position))
-            routed = F.when(older, F.lit(history.route(older_to))).otherwise(routed)
+            older = F.col("source_pos") < F.lit(created.position)
+            tail = _create_tail(outcome, tid, created.position) if created.batch_id == batch_id else None
+            if tail is not None:  # `RENAME t TO u; CREATE TABLE t` within one canal second: the message order
+                file_index, index = tail
+                older = older | ((F.col("source_pos") == F.lit(created.position)) & (
+                    (F.col("file_index") < F.lit(file_index))
+                    | ((F.col("file_index") == F.lit(file_index)) & (F.col("index") < F.lit(index)))))
+            routed = F.when((F.col("table_id") == tid) & older, F.lit(history.route(older_to))).otherwise(routed)
     parsed = parsed.withColumns({
         "table_name": F.when(routed != F.col("table_id"), F.lit(_ANY_SPELLING)).otherwise(F.col("table_name")),
         "table_id": routed,
@@ -883,6 +940,14 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History,
         tables.setdefault(history.route(tid), definition)
     stopped = {history.route(tid): why for tid, why in outcome.stopped.items()}
     return parsed, Outcome(tables, outcome.records, outcome.changes, stopped)
+
+
+def _create_tail(outcome: Outcome, tid: str, source_pos: str) -> tuple[int, int] | None:
+    """File and message index of the batch's last ``CREATE TABLE tid`` at ``source_pos``, if the batch has one."""
+    tails = [(int(r["file_index"]), int(r["index"])) for r in outcome.records
+             if r.get("reason") in (SKIP_CREATE, SKIP_CREATE_NO_COLUMNS) and r.get("table_id") == tid
+             and r.get("source_pos") == source_pos]
+    return max(tails) if tails else None
 
 
 def normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str, fmt: str,
@@ -927,7 +992,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         parsed, ddl = _apply_ddl(spark, first, policies,
                                  earlier=lambda tid: _earlier_position(spark, settings, source, batch_id, fmt, tid))
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
-        parsed, ddl = _route_tables(parsed, ddl, history, source)
+        parsed, ddl = _route_tables(parsed, ddl, history, source, batch_id)
         stops = ddl_stops.stopped(spark, source)
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
@@ -935,6 +1000,8 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         typings, problems, idle, malformed, owners = _resolve_tables(
             spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped})
         _remember_truncates(parsed, idle, batch_id=batch_id)
+        typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, batch_id=batch_id)
+                   for tid, typing in typings.items()}
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
             for entry in out.iterdir():

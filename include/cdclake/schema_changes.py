@@ -162,6 +162,9 @@ class TableDefinition:
     key: tuple[str, ...] = ()
     created: bool = False
     defaults: list[ColumnDefault] = field(default_factory=list)
+    dropped_at: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Column -> the parsed record of the batch's last ``DROP COLUMN`` of it. Where the batch adds the column
+    again, images written before the drop do not fill it (:func:`cdclake.normalize._cleared_columns`)."""
 
 
 @dataclass
@@ -293,7 +296,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 if event.kind == "alter_table":  # before _evolve, which moves the definition of a renamed table
                     outcome.tables[tid].defaults += [ColumnDefault(c.name, c.default, record) for c in event.added
                                                      if c.default is not None]
-                results.append(_evolve(event, tid, namespace, str(where), outcome))
+                results.append(_evolve(event, tid, namespace, str(where), outcome, record))
         status, reason, changes = results[0] if results else ("skip", "DDL: no effect on tables", {})
         done(status, reason, **changes)
         if status == "ok":
@@ -304,8 +307,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
     return outcome
 
 
-def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
-            outcome: Outcome) -> tuple[str, str, dict[str, Any]]:
+def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcome: Outcome,
+            record: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """The ``evolve`` outcome of a statement that changes a table; renames and drops become lake changes."""
     if event.kind in ("truncate", "drop_table"):
         return "ok", "", {"table_id": tid, "op": "t"}
@@ -318,6 +321,7 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
     for name in event.dropped:
         outcome.changes.append(LakeChange("drop_column", tid, name, "", event.sql, where))
         definition.columns.pop(name, None)
+        definition.dropped_at[name] = record
     for column in event.added:
         outcome.changes.append(LakeChange("add_column", tid, column.name, "", event.sql, where))
     if event.new_table:

@@ -1,0 +1,78 @@
+"""DDL statements and row changes within one batch, where the order of the messages decides: a column dropped and
+added again, and statements that share a source position (canal's binlog second and batch id). The expected rows
+are written out by hand: what MySQL holds after the statements."""
+
+from __future__ import annotations
+
+import uuid
+
+from cdclake.apply_options import ApplyOptions
+from cdclake.normalize import normalize_batch
+from cdclake.pipeline import apply_batch
+from cdclake.reader import dump_rows, list_tables
+from tests.support.canal_batches import canal, land_messages
+
+
+def _ddl(database: str, sql: str, position: int, kind: str = "ALTER", table: str = "items") -> dict[str, object]:
+    return {"data": None, "database": database, "es": position, "id": position, "isDdl": True, "mysqlType": None,
+            "old": None, "pkNames": None, "sql": sql, "sqlType": None, "table": table, "ts": position,
+            "type": kind}
+
+
+def _apply(spark, settings, source: str, messages: list[dict[str, object]]) -> None:
+    batch_id = land_messages(settings, source, "0", messages)
+    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="canal")
+    assert normalized.quarantined == 0, normalized
+    apply_batch(spark, settings, source=source, batch_id=batch_id, default=ApplyOptions())
+
+
+def test_a_column_dropped_and_added_again_in_one_batch_starts_empty(spark, session_lake) -> None:
+    source = f"dropadd_{uuid.uuid4().hex[:6]}"
+    empty, defaulted, tied = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("empty", "defaulted", "tied"))
+    messages = []
+    for db, add, at in ((empty, "ADD COLUMN `name` varchar(20)", 1),
+                        (defaulted, "ADD COLUMN `name` varchar(20) DEFAULT 'z'", 1),
+                        (tied, "ADD COLUMN `name` varchar(20)", 0)):  # tied: every message in one canal second
+        messages += [
+            canal(db, "INSERT", [{"id": "1", "name": "a"}, {"id": "3", "name": "c"}], 10),
+            canal(db, "UPDATE", [{"id": "3", "name": "c2"}], 10 + at, old=[{"name": "c"}]),
+            _ddl(db, "ALTER TABLE `items` DROP COLUMN `name`", 10 + 2 * at),
+            _ddl(db, f"ALTER TABLE `items` {add}", 10 + 3 * at),
+            canal(db, "INSERT", [{"id": "2", "name": "b"}], 10 + 4 * at),
+            canal(db, "UPDATE", [{"id": "3", "name": "c3"}], 10 + 5 * at, old=[{"name": None}]),
+        ]
+    _apply(spark, session_lake, source, messages)
+
+    def rows(db: str) -> list[tuple[int, str | None]]:
+        return [(r["id"], r["name"]) for r in dump_rows(session_lake, f"{db}.items")]
+
+    assert {"empty": rows(empty), "defaulted": rows(defaulted), "tied": rows(tied)} == {
+        "empty": [(1, None), (2, "b"), (3, "c3")],
+        "defaulted": [(1, "z"), (2, "b"), (3, "c3")],
+        "tied": [(1, None), (2, "b"), (3, "c3")],
+    }
+
+
+def test_statements_that_share_a_source_position_apply_in_message_order(spark, session_lake) -> None:
+    source = f"tieddl_{uuid.uuid4().hex[:6]}"
+    columns, tables = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("columns", "tables"))
+    titled = {"id": ("int", 4), "title": ("varchar(20)", 12)}
+    create = "CREATE TABLE `items` (`id` int NOT NULL, `name` varchar(20), PRIMARY KEY (`id`))"
+    messages = [
+        # the same RENAME COLUMN twice, with the way back between: three statements, not a copy of the first
+        canal(columns, "INSERT", [{"id": "1", "name": "a"}], 7),
+        _ddl(columns, "ALTER TABLE `items` RENAME COLUMN `name` TO `title`", 7),
+        _ddl(columns, "ALTER TABLE `items` RENAME COLUMN `title` TO `name`", 7),
+        _ddl(columns, "ALTER TABLE `items` RENAME COLUMN `name` TO `title`", 7),
+        canal(columns, "INSERT", [{"id": "2", "title": "b"}], 7, types=titled),
+        # a table renamed away and its name created again: the rows before the rename stay with the renamed table
+        canal(tables, "INSERT", [{"id": "1", "name": "a"}], 7),
+        _ddl(tables, "RENAME TABLE `items` TO `moved`", 7, kind="RENAME"),
+        _ddl(tables, create, 7, kind="CREATE"),
+        canal(tables, "INSERT", [{"id": "2", "name": "b"}], 7),
+    ]
+    _apply(spark, session_lake, source, messages)
+    lake = {tid: dump_rows(session_lake, tid) for tid in (f"{columns}.items", f"{tables}.moved", f"{tables}.items")
+            if tid in set(list_tables(session_lake))}
+    assert lake == {f"{columns}.items": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}],
+                    f"{tables}.moved": [{"id": 1, "name": "a"}], f"{tables}.items": [{"id": 2, "name": "b"}]}
