@@ -336,8 +336,8 @@ def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: 
     """
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
     stored = stored.select(*key, F.col("_cdc_position").alias("_stored_position"), live.alias("_stored_live"))
-    changes = _mark_runs(_mark_redelivered_in_batch(changes.withColumn("_content", _sent_content(value_columns)),
-                                                    key), key)
+    changes = changes.withColumn("_content", _sent_content(value_columns))
+    changes = _mark_runs(_mark_redelivered_in_batch(changes, key), key)
     joined = changes.join(stored, list(key), "left").join(tombstones, "_key_json", "left")
     is_delete = F.col("_cdc_op") == "d"
     pos = F.col("_cdc_position")

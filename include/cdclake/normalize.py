@@ -846,10 +846,10 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
     wanted: list[tuple[ColumnType, str, Column]] = []
     for default in defaults:
         column, record = by_name.get(default.column.lower()), default.record
-        source_pos = record.get("source_pos") or _nearest_position(parsed, record["input"], record["index"])
-        if column is None or source_pos is None or isinstance(column.data_type, BinaryType):
+        at = _statement_position(parsed, record, batch_id=batch_id)
+        if column is None or at is None or isinstance(column.data_type, BinaryType):
             log.warning("DDL %r: the default of %s is not filled into older rows (%s)", record.get("ddl"),
-                        default.column, "no position" if column is not None and source_pos is None
+                        default.column, "no position" if column is not None and at is None
                         else "not a column of the table" if column is None else "binary")
             continue
         if default.text != DEFAULT_NOW:
@@ -859,9 +859,7 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
         else:  # DATETIME / DATE: the source's wall-clock time
             value = F.from_utc_timestamp(F.lit(record.get("source_ts")).cast(TimestampType()),
                                          source_zone()).cast(column.data_type)
-        before = position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]), F.lit(record["index"]),
-                          F.lit(record["row_index"]))
-        wanted.append((column, default.text, F.struct(value.cast("string").alias("value"), before.alias("before"))))
+        wanted.append((column, default.text, F.struct(value.cast("string").alias("value"), at.alias("before"))))
     if not wanted:
         return []
     row = spark.range(1).select(*[v.alias(f"d{i}") for i, (_, _, v) in enumerate(wanted)]).first()
@@ -877,14 +875,14 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
     return fills
 
 
-def _statement_position(spark: SparkSession, parsed: DataFrame, record: dict[str, Any], *,
-                        batch_id: str) -> str | None:
-    """A DDL record's full position (its source position, else the nearest row change's in its file), or None."""
+def _statement_position(parsed: DataFrame, record: dict[str, Any], *, batch_id: str) -> Column | None:
+    """A DDL record's full position, as a constant column: its source position, else the nearest row change's in
+    its file (None without either), then its place in the batch."""
     source_pos = record.get("source_pos") or _nearest_position(parsed, record["input"], record["index"])
     if source_pos is None:
         return None
-    return spark.range(1).select(position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]),
-                                          F.lit(record["index"]), F.lit(record["row_index"])).alias("p")).first()["p"]
+    return position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]), F.lit(record["index"]),
+                    F.lit(record["row_index"]))
 
 
 def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefinition | None, typing: TableTyping,
@@ -900,12 +898,12 @@ def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefi
         record = dropped.get(column.name.lower())
         if record is None:
             continue
-        at = _statement_position(spark, parsed, record, batch_id=batch_id)
+        at = _statement_position(parsed, record, batch_id=batch_id)
         if at is None:
             log.warning("DDL %r: no position, so values of %s written before it are kept", record.get("ddl"),
                         column.name)
             continue
-        cleared.append((column.name, at))
+        cleared.append((column.name, spark.range(1).select(at.alias("at")).first()["at"]))
     return replace(typing, cleared=tuple(cleared)) if cleared else typing
 
 

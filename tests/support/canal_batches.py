@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from cdclake.apply_options import ApplyOptions
 from cdclake.landing import InputFile, land_files
 from cdclake.settings import LakeSettings
 
@@ -28,3 +30,16 @@ def land_messages(settings: LakeSettings, source: str, name: str, messages: Sequ
     text = "".join(json.dumps(m) + "\n" for m in messages).encode("utf-8")
     batch_id, _, _, _ = land_files(settings, source=source, files=[InputFile(f"mem://{source}/{name}.jsonl", text)])
     return batch_id
+
+
+def apply_messages(spark: Any, settings: LakeSettings, source: str, name: str,
+                   messages: Sequence[Mapping[str, object]], options: ApplyOptions | None = None) -> dict[str, Any]:
+    """Land ``messages`` as the source's next batch, normalize it (nothing may be quarantined) and apply it; the
+    apply counts per table."""
+    from cdclake.normalize import normalize_batch
+    from cdclake.pipeline import apply_batch
+
+    batch_id = land_messages(settings, source, name, messages)
+    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="canal")
+    assert normalized.quarantined == 0, normalized
+    return apply_batch(spark, settings, source=source, batch_id=batch_id, default=options or ApplyOptions()).tables

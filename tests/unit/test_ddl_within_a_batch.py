@@ -6,24 +6,14 @@ from __future__ import annotations
 
 import uuid
 
-from cdclake.apply_options import ApplyOptions
-from cdclake.normalize import normalize_batch
-from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows, list_tables
-from tests.support.canal_batches import canal, land_messages
+from tests.support.canal_batches import apply_messages, canal
 
 
 def _ddl(database: str, sql: str, position: int, kind: str = "ALTER", table: str = "items") -> dict[str, object]:
     return {"data": None, "database": database, "es": position, "id": position, "isDdl": True, "mysqlType": None,
             "old": None, "pkNames": None, "sql": sql, "sqlType": None, "table": table, "ts": position,
             "type": kind}
-
-
-def _apply(spark, settings, source: str, messages: list[dict[str, object]]) -> None:
-    batch_id = land_messages(settings, source, "0", messages)
-    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="canal")
-    assert normalized.quarantined == 0, normalized
-    apply_batch(spark, settings, source=source, batch_id=batch_id, default=ApplyOptions())
 
 
 def test_a_column_dropped_and_added_again_in_one_batch_starts_empty(spark, session_lake) -> None:
@@ -41,7 +31,7 @@ def test_a_column_dropped_and_added_again_in_one_batch_starts_empty(spark, sessi
             canal(db, "INSERT", [{"id": "2", "name": "b"}], 10 + 4 * at),
             canal(db, "UPDATE", [{"id": "3", "name": "c3"}], 10 + 5 * at, old=[{"name": None}]),
         ]
-    _apply(spark, session_lake, source, messages)
+    apply_messages(spark, session_lake, source, "0", messages)
 
     def rows(db: str) -> list[tuple[int, str | None]]:
         return [(r["id"], r["name"]) for r in dump_rows(session_lake, f"{db}.items")]
@@ -71,7 +61,7 @@ def test_statements_that_share_a_source_position_apply_in_message_order(spark, s
         _ddl(tables, create, 7, kind="CREATE"),
         canal(tables, "INSERT", [{"id": "2", "name": "b"}], 7),
     ]
-    _apply(spark, session_lake, source, messages)
+    apply_messages(spark, session_lake, source, "0", messages)
     lake = {tid: dump_rows(session_lake, tid) for tid in (f"{columns}.items", f"{tables}.moved", f"{tables}.items")
             if tid in set(list_tables(session_lake))}
     assert lake == {f"{columns}.items": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}],

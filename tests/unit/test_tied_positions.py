@@ -16,10 +16,8 @@ import uuid
 import pytest
 
 from cdclake.apply_options import ApplyOptions
-from cdclake.normalize import normalize_batch
-from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
-from tests.support.canal_batches import canal, land_messages
+from tests.support.canal_batches import apply_messages, canal
 
 
 def _row(key: int, name: str) -> dict[str, str]:
@@ -48,12 +46,8 @@ def test_changes_that_share_a_source_position(spark, session_lake, mode: str) ->
         canal(gone, "INSERT", [_row(2, "c")], 6), canal(gone, "DELETE", [_row(2, "c")], 6),
     ]
     options = ApplyOptions(delete_mode=mode)
-    counts = []
-    for n, messages in enumerate((first, second)):
-        batch_id = land_messages(session_lake, source, str(n), messages)
-        normalized = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal")
-        assert normalized.quarantined == 0, normalized
-        counts.append(apply_batch(spark, session_lake, source=source, batch_id=batch_id, default=options).tables)
+    counts = [apply_messages(spark, session_lake, source, str(n), messages, options)
+              for n, messages in enumerate((first, second))]
 
     def live(db: str) -> list[tuple[int, str]]:
         rows = dump_rows(session_lake, f"{db}.items", all_columns=True)
