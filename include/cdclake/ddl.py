@@ -14,7 +14,11 @@ the docstring of the function that does it:
 - ``CREATE TABLE`` whose trailing table options sqlglot does not know (MySQL ``PARTITION BY HASH(..)
   PARTITIONS n``, Oracle ``SEGMENT CREATION .. TABLESPACE ..``): the statement is re-parsed up to the end of its
   column list, since options after it cannot change columns or keys. Oracle's constraint states
-  (``NOT NULL ENABLE``, ``USING INDEX .. ENABLE``, as ``DBMS_METADATA`` prints them) are dropped first.
+  (``NOT NULL ENABLE``, ``USING INDEX .. ENABLE``, as ``DBMS_METADATA`` prints them) and supplemental logging
+  elements (``SUPPLEMENTAL LOG DATA (ALL) COLUMNS``, in every CREATE TABLE Debezium's Oracle connector reports)
+  are dropped first.
+- MySQL spatial column types (``point``, ``polygon``.., with ``SRID n``), which sqlglot mostly does not read, are
+  read as ``longblob`` before parsing (:func:`_spatial_as_blob`).
 - ``ALTER TABLE`` actions sqlglot does not know: MySQL ``ADD [COLUMN] (a int, b int)``, Oracle
   ``MODIFY (c NUMBER(12))`` / ``MODIFY c NUMBER(12)`` / ``DROP (c, d)``, MySQL ``RENAME AS u``. Column
   definitions inside them are still parsed by sqlglot. An action that could touch columns or keys and is still
@@ -330,6 +334,10 @@ def _split_statements(sql: str, dialect: str) -> list[str]:
 
 def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
     src = _Source.of(text, dialect)
+    if dialect == "mysql":
+        readable = _spatial_as_blob(src)
+        if readable != text:
+            return [replace(event, sql=text) for event in _parse_statement(readable, dialect)]
     try:
         tree = _parse(src, dialect)
     except ParseError as err:
@@ -858,7 +866,8 @@ def _table_keyword_at(src: _Source) -> int | None:
 def _salvage_create_table(src: _Source, dialect: str) -> list[DdlEvent] | None:
     """Re-parse a CREATE TABLE up to the end of its column list (dropping table options sqlglot does not know).
 
-    For Oracle, constraint states and ``USING INDEX ..`` clauses are removed first as well.
+    For Oracle, constraint states, ``USING INDEX ..`` clauses and supplemental logging elements are removed first
+    as well.
     """
     candidates = [src]
     if dialect == "oracle":
@@ -878,7 +887,9 @@ def _salvage_create_table(src: _Source, dialect: str) -> list[DdlEvent] | None:
 
 
 def _without_oracle_clauses(src: _Source) -> str:
-    """Oracle DDL text minus ``ENABLE``/``DISABLE``/``VALIDATE``.. and ``USING INDEX ..`` up to the next , or )."""
+    """Oracle DDL text minus ``ENABLE``/``DISABLE``/``VALIDATE``.., ``USING INDEX ..`` up to the next , or ), and
+    the table's supplemental logging elements (``, SUPPLEMENTAL LOG DATA (ALL) COLUMNS``, ``, SUPPLEMENTAL LOG
+    GROUP ..``): Debezium's Oracle connector needs them, so every CREATE TABLE it reports carries one."""
     keep: list[str] = []
     cursor = 0
     i = 0
@@ -886,24 +897,58 @@ def _without_oracle_clauses(src: _Source) -> str:
     while i < len(tokens):
         word = src.word(i)
         skip_to = None
+        cut_from = tokens[i].start
         starts_element = i > 0 and tokens[i - 1].token_type in (TokenType.COMMA, TokenType.L_PAREN)
         if word in _ORACLE_STATES and tokens[i].token_type != TokenType.IDENTIFIER and not starts_element:
             skip_to = i  # a state keyword, not a column that happens to be named ENABLE
         elif word == "USING" and src.word(i + 1) == "INDEX":
-            skip_to = i + 1
-            depth = 0
-            while skip_to + 1 < len(tokens):
-                nxt = tokens[skip_to + 1].token_type
-                if depth == 0 and nxt in (TokenType.COMMA, TokenType.R_PAREN):
-                    break
-                depth += nxt == TokenType.L_PAREN
-                depth -= nxt == TokenType.R_PAREN
-                skip_to += 1
+            skip_to = _element_end(tokens, i + 1)
+        elif (word == "SUPPLEMENTAL" and src.word(i + 1) == "LOG" and tokens[i - 1].token_type == TokenType.COMMA
+              and tokens[i].token_type != TokenType.IDENTIFIER):
+            skip_to = _element_end(tokens, i + 1)
+            cut_from = tokens[i - 1].start  # with the comma before it
         if skip_to is not None:
-            keep.append(src.text[cursor : tokens[i].start])
+            keep.append(src.text[cursor:cut_from])
             cursor = tokens[skip_to].end + 1
             i = skip_to
         i += 1
+    keep.append(src.text[cursor:])
+    return "".join(keep)
+
+
+def _element_end(tokens: Sequence[Token], i: int) -> int:
+    """Index of the last token of the column-list element that token ``i`` is in (before its , or ))."""
+    depth = 0
+    while i + 1 < len(tokens):
+        nxt = tokens[i + 1].token_type
+        if depth == 0 and nxt in (TokenType.COMMA, TokenType.R_PAREN):
+            break
+        depth += nxt == TokenType.L_PAREN
+        depth -= nxt == TokenType.R_PAREN
+        i += 1
+    return i
+
+
+_SPATIAL = frozenset({"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+                      "GEOMETRYCOLLECTION", "GEOMCOLLECTION"})
+"""MySQL's spatial types. sqlglot reads few of them; canal sends their values as the bytes they are stored as."""
+
+
+def _spatial_as_blob(src: _Source) -> str:
+    """MySQL DDL text with each spatial column type (a spatial type name right after a column name) read as
+    ``LONGBLOB``, as canal's values of such a column are (:mod:`cdclake.formats.sqltypes`), and its ``SRID n``
+    attribute dropped."""
+    keep: list[str] = []
+    cursor = 0
+    tokens = src.tokens
+    for i, tok in enumerate(tokens):
+        after_name = i > 0 and tokens[i - 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+        if src.word(i) in _SPATIAL and tok.token_type != TokenType.IDENTIFIER and after_name:
+            keep.append(src.text[cursor : tok.start] + "LONGBLOB")
+            cursor = tok.end + 1
+        elif src.word(i) == "SRID" and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.NUMBER:
+            keep.append(src.text[cursor : tok.start])
+            cursor = tokens[i + 1].end + 1
     keep.append(src.text[cursor:])
     return "".join(keep)
 

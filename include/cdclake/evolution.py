@@ -7,7 +7,10 @@ or a decimal with no more integer digits and no more fraction digits than the co
 batches says ``decimal(12,2)``). A decimal arriving with more fraction digits than the column's
 (``decimal(15,4)`` into ``decimal(10,2)``: a MySQL ``MODIFY COLUMN``; Iceberg cannot change a scale) keeps the
 column's scale (:func:`decimal_target`): each value is taken only if it has no more fraction digits than the
-column's, else that change is quarantined. Any other difference (``string`` into ``int``, ``timestamp`` vs
+column's, else that change is quarantined. So does an integer arriving for a decimal column (a Debezium Oracle
+``NUMBER(9,0)`` is ``int32`` in the change events, but ``decimal(9,0)`` in the CREATE TABLE the table was made
+from; MySQL's ``BIGINT UNSIGNED``, ``decimal(20,0)`` by its DDL, is ``int64`` by Debezium's default). Any other
+difference (``string`` into ``int``, ``timestamp`` vs
 ``timestamp_ntz``) is incompatible: the affected changes are quarantined with that reason instead of being cast
 with loss.
 """
@@ -50,7 +53,10 @@ def fits(table: DataType, incoming: DataType) -> bool:
 def decimal_target(table: DataType, incoming: DataType) -> DecimalType | None:
     """The column type that values of a decimal ``incoming`` with a larger scale than the ``table`` decimal's are
     written as: the table's scale, and the precision widened (up to 38) if ``incoming`` has more integer digits.
-    None when that does not apply (not two decimals, or the scale is not larger)."""
+    Integers arriving for a decimal column are written as the column's type (each value only if it fits). None
+    when that does not apply (not two decimals, or the scale is not larger)."""
+    if isinstance(table, DecimalType) and isinstance(incoming, _INTEGRAL):
+        return table
     if not (isinstance(table, DecimalType) and isinstance(incoming, DecimalType)) or incoming.scale <= table.scale:
         return None
     digits = max(table.precision - table.scale, incoming.precision - incoming.scale)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -303,6 +304,8 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
     ]))
 
 
+_CREATE = re.compile(r"^\s*(?:/\*.*?\*/\s*)*CREATE\b", re.IGNORECASE | re.DOTALL)
+
 _NOTHING_TO_TRUNCATE = ("TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position "
                         "is kept, so older changes that arrive later stay out)")
 
@@ -447,8 +450,8 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
 
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
-                    ddl: dict[str, TableDefinition], history: History, refused: dict[str, str]
-                    ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
+                    ddl: dict[str, TableDefinition], history: History, refused: dict[str, str],
+                    unread: dict[str, str] | None = None) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
                                dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
     the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove). Changes
@@ -461,7 +464,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     table by name, else the message key or ``pkNames``, else a CREATE TABLE in the batch, else the default
     declared key, else the existing table's. Renamed and
     dropped columns (``history``) are mapped to their current names; ``refused`` tables (a DDL policy stopped
-    them, or their DDL was refused) get that reason.
+    them, or their DDL was refused) get that reason. ``unread``: why a CREATE TABLE of the batch could not be read,
+    by table (a table left without a key says so).
     """
     # Images without a schema, and canal-family images (whose `data` may carry a column `mysqlType` does not list):
     # their field names, so that no value is dropped for want of a type. A Connect schema lists every field.
@@ -580,9 +584,11 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         spelled = {c.name.lower(): c.name for c in columns}
         key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
         if not key:
+            unreadable = (unread or {}).get(tid)
             problems[tid] = (
                 f"table {tid} has no primary key: no message key, pkNames or CREATE TABLE names one; declare one "
                 f"with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
+                + (f"; the batch's CREATE TABLE of it could not be read ({unreadable})" if unreadable else "")
             )
             continue
         names = {c.name for c in columns}
@@ -646,9 +652,10 @@ def _exact_cast(value: Column, source: DataType, target: DataType) -> Column:
 
 
 def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnType:
-    """A decimal column arriving with more fraction digits than the table's column (:func:`decimal_target`), typed
-    at the table's scale: a value converts only if nothing is lost (``2.3000`` -> ``2.30``), else it is null, a
-    failed cast whose change is quarantined with the value and the column type."""
+    """A decimal column arriving with more fraction digits than the table's column, or an integer column arriving
+    for a decimal one (:func:`decimal_target`), typed as the table's: a value converts only if nothing is lost
+    (``2.3000`` -> ``2.30``, ``1004`` -> ``1004`` in ``decimal(9,0)``), else it is null, a failed cast whose change
+    is quarantined with the value and the column type."""
     target = decimal_target(table_type, column.data_type) if table_type is not None else None
     if target is None:
         return column
@@ -995,8 +1002,10 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
+        unread = {r["table_id"]: r["reason"] for r in ddl.records
+                  if r.get("status") == "quarantine" and r.get("table_id") and _CREATE.match(str(r.get("ddl") or ""))}
         typings, problems, idle, malformed, owners = _resolve_tables(
-            spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped})
+            spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped}, unread)
         _remember_truncates(parsed, idle, batch_id=batch_id)
         typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, batch_id=batch_id)
                    for tid, typing in typings.items()}

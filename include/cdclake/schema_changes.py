@@ -58,6 +58,14 @@ _SESSION_STATEMENT = re.compile(
     re.IGNORECASE | re.DOTALL)
 """Statements schema-change topics carry that do not define tables (Debezium's MySQL history has ``SET ...``)."""
 
+_STATEMENT_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b",
+                            re.IGNORECASE | re.DOTALL)
+STATEMENT_DML_REASON = (
+    "a row change written as its SQL statement ({verb}), not as rows: the source's binlog is statement-based "
+    "(binlog_format STATEMENT or MIXED; canal sends such events as type QUERY), so the rows' values are not in the "
+    "message. Capture with binlog_format=ROW")
+"""Why a DML statement in a DDL record is quarantined (its changes cannot be known from the text)."""
+
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
               "at once when the batch has no rows of the table)")
@@ -249,6 +257,10 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         session = _SESSION_STATEMENT.match(sql)
         if session:
             done("skip", f"{session.group(1).upper()} statement: no effect on tables")
+            continue
+        dml = _STATEMENT_DML.match(sql)
+        if dml:
+            done("quarantine", STATEMENT_DML_REASON.format(verb=" ".join(dml.group(1).upper().split())))
             continue
         try:
             events = parse_ddl(sql, dialect)

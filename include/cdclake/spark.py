@@ -97,6 +97,9 @@ def spark_conf(settings: LakeSettings) -> dict[str, str]:
         # so Spark's default of 100 evicts each before the next batch could reuse it: every batch compiled them all
         # again (~1.6 s of a small batch's driver time). With room for them, a process's later batches compile ~14.
         "spark.sql.codegen.cache.maxEntries": "1000",
+        # A cast of a text that is not a value of the type is null, never an error: the decoders rely on it
+        # (cdclake.formats.sqltypes), and a value that does not convert is quarantined, not a failed job.
+        "spark.sql.ansi.enabled": "false",
         # Parquet timestamps without time zone stay what they are; Iceberg maps them to timestamp_ntz.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # A text that does not match a datetime pattern (CKafka's TIME `yyyyMMddHHmmss`) is null. Spark's default

@@ -30,6 +30,11 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   ``mysqlType`` names without widths (``bit``, ``decimal``), every integer width signed and unsigned, binary values
   as Latin-1 text, enum/set as their index/bitmask, ``id`` 0. Oracle: the test's expected encoded values
   (``.expected.json``), decoded as TiCDC's own decoder does.
+- ``debezium-oracle-doc.jsonl``: debezium/debezium ``documentation/modules/ROOT/pages/connectors/oracle.adoc``: the
+  schema-change event (its CREATE TABLE with Oracle's storage clauses and ``SUPPLEMENTAL LOG DATA (ALL) COLUMNS``),
+  then the create, update and delete events. ``ID`` is ``NUMBER(9,0)`` in the DDL and ``int32`` in the events, as
+  the connector maps it. The doc's delete carries an older SCN than the create (2122184 < 2122185), so it is an
+  older change that arrived late. Oracle: the statements replayed by hand, ordered by SCN.
 """
 
 from __future__ import annotations
@@ -218,3 +223,27 @@ def test_paimon_canal_changes_sharing_a_position_delivered_again_change_nothing(
     assert dump_rows(settings, "test_audit_time.t1") == []
     # The changelog holds each statement once: A inserted, updated to B and to C, deleted.
     assert lake_actions(settings, "test_audit_time.t1", key="k") == {1: ["insert", "update", "update", "delete"]}
+
+
+def test_debezium_oracle_doc_schema_change_then_changes_of_the_table(tmp_path: Path) -> None:
+    # The schema-change event arrives in a batch of its own: the table is made from its CREATE TABLE (ID
+    # decimal(9,0)), and the events' int32 IDs then go into that column, each only if it fits.
+    lines = (EXTERNAL / "debezium-oracle-doc.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    too_wide = json.loads(lines[1])
+    too_wide["payload"]["after"]["ID"] = 1234567890  # an int32, but ten digits: not a NUMBER(9,0) value
+    too_wide["payload"]["source"].update(scn="2125600", commit_scn="2125600")
+    lake = tmp_path / "lake"
+    calls = []
+    for n, text in enumerate((lines[0], "".join(lines[1:]), json.dumps(too_wide) + "\n")):
+        batch = tmp_path / f"batch-{n}.jsonl"
+        batch.write_text(text, encoding="utf-8")
+        calls.append(["apply", "--format", "debezium", "--source", "oracle_doc", "--lake", str(lake),
+                      "--input", str(batch)])
+    results = run_cli_session(calls, tmp_path / "cli")
+    assert [r["exit"] for r in results] == [0] * len(calls), [r["stderr"][-3000:] for r in results]
+    assert [json.loads(r["stdout"])["quarantined"] for r in results] == [0, 0, 1]
+    settings = LakeSettings.from_env(lake, env={})
+    assert [{k.lower(): v for k, v in row.items()} for row in dump_rows(settings, "debezium.customers")] == [
+        {"id": "1004", "first_name": "Anne", "last_name": "Kretchmar", "email": "anne@example.com"}]
+    (held,) = quarantine_rows(settings)
+    assert "after column ID (decimal(9,0))" in held["reason"] and "1234567890" in held["reason"], held

@@ -425,6 +425,46 @@ def test_oracle_dbms_metadata_style_create_table() -> None:
     assert event.sql == sql
 
 
+def test_oracle_create_table_as_debezium_reports_it_with_supplemental_logging() -> None:
+    # The schema-change example of Debezium's Oracle connector documentation (oracle.adoc): the connector needs
+    # supplemental logging of all columns, so the table's DDL carries `SUPPLEMENTAL LOG DATA (ALL) COLUMNS` as an
+    # element of the column list, which sqlglot does not read.
+    sql = (
+        'CREATE TABLE "DEBEZIUM"."CUSTOMERS" \n   (    "ID" NUMBER(9,0) NOT NULL ENABLE, \n    "FIRST_NAME" '
+        'VARCHAR2(255), \n    "LAST_NAME" VARCHAR2(255), \n    "EMAIL" VARCHAR2(255), \n     PRIMARY KEY ("ID") '
+        'ENABLE, \n     SUPPLEMENTAL LOG DATA (ALL) COLUMNS\n   ) SEGMENT CREATION IMMEDIATE \n  PCTFREE 10 PCTUSED '
+        '40 INITRANS 1 MAXTRANS 255 \n NOCOMPRESS LOGGING\n  STORAGE(INITIAL 65536 NEXT 1048576 MINEXTENTS 1 '
+        'MAXEXTENTS 2147483645\n  PCTINCREASE 0 FREELISTS 1 FREELIST GROUPS 1\n  BUFFER_POOL DEFAULT FLASH_CACHE '
+        'DEFAULT CELL_FLASH_CACHE DEFAULT)\n  TABLESPACE "USERS" '
+    )
+    event = _one(sql, "oracle")
+    assert event.columns == (_col("ID", "number(9,0)", False), _col("FIRST_NAME", "varchar2(255)"),
+                             _col("LAST_NAME", "varchar2(255)"), _col("EMAIL", "varchar2(255)"))
+    assert event.primary_key == ("ID",)
+    grouped = ('CREATE TABLE "HR"."T" ("ID" NUMBER(10) NOT NULL, "A" VARCHAR2(5), SUPPLEMENTAL LOG GROUP "G" '
+               '("ID", "A") ALWAYS, PRIMARY KEY ("ID"))')
+    assert _one(grouped, "oracle").columns == (_col("ID", "number(10)", False), _col("A", "varchar2(5)"))
+
+
+@pytest.mark.parametrize(("sql", "columns", "added"), [
+    ("CREATE TABLE t (id int, g point, PRIMARY KEY(id))", [("id", False), ("g", True)], []),
+    ("CREATE TABLE t (id int NOT NULL, g geometry NOT NULL SRID 4326, l LINESTRING, p polygon, m multipoint, "
+     "c GEOMETRYCOLLECTION, PRIMARY KEY (id))",
+     [("id", False), ("g", False), ("l", True), ("p", True), ("m", True), ("c", True)], []),
+    ("CREATE TABLE t (point int, `polygon` point, PRIMARY KEY (point))", [("point", False), ("polygon", True)], []),
+    ("ALTER TABLE t ADD COLUMN g point SRID 0", [], ["g"]),
+])
+def test_mysql_spatial_columns_are_binary(sql: str, columns: list[tuple[str, bool]], added: list[str]) -> None:
+    # sqlglot reads few of MySQL's spatial types; their values are the stored bytes (canal sends them as binary),
+    # so a spatial column is a blob. A column merely named like a spatial type keeps its own type.
+    event = _one(sql)
+    spatial = {"g", "l", "p", "m", "c", "polygon"}
+    assert [(c.name, c.nullable) for c in event.columns] == columns
+    assert all(c.type_text == ("longblob" if c.name in spatial else "int") for c in event.columns)
+    assert [c.name for c in event.added] == added and all(c.type_text == "longblob" for c in event.added)
+    assert event.sql == sql
+
+
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [

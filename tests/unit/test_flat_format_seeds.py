@@ -945,3 +945,55 @@ def test_a_column_added_with_a_default_fills_the_rows_written_before_it(spark, s
     assert rows == [(1, "a", 0, None, "2023-11-14T22:13:22.000000"),
                     (2, "b", None, None, None),  # set to null after the ALTER: stays null
                     (3, "c", 5, "t", None)]
+
+
+def land_lines(spark, settings, source: str, docs: list[dict[str, Any]], fmt: str):
+    """Land ``docs`` (one message per line) as one batch and normalize it."""
+    content = "".join(json.dumps(d) + "\n" for d in docs)
+    batch_id, _, _, _ = land_files(settings, source=source, files=[
+        InputFile(f"mem://{source}/lines.jsonl", content.encode("utf-8"))])
+    return batch_id, normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt)
+
+
+def test_canal_enum_and_set_values_sent_as_numbers_are_stored_as_their_labels(spark, session_lake, source):
+    # alibaba/canal's binlog reader hands an enum value over as its member index (sqlType INTEGER) and a set value
+    # as its bitmask (sqlType BIT); `mysqlType` lists the members.
+    doc = {"data": [{"id": "1", "e": "2", "s": "5"}, {"id": "2", "e": "1", "s": "0"}], "database": "db",
+           "es": 1624614713000, "id": 101, "isDdl": False, "old": None, "pkNames": ["id"], "sql": "",
+           "mysqlType": {"id": "int(11)", "e": "enum('a','b','c')", "s": "set('x','y','z')"},
+           "sqlType": {"id": 4, "e": 4, "s": -7}, "table": "kinds", "ts": 1624614713100, "type": "INSERT"}
+    batch_id, result = land_lines(spark, session_lake, source, [doc], "canal")
+    assert (result.tables, result.quarantined) == ({"db.kinds": 2}, 0)
+    rows = staged(spark, session_lake, source, batch_id, "db.kinds")
+    assert sorted(list(r.after.asDict().values()) for r in rows) == [[1, "b", "x,z"], [2, "a", ""]]
+
+
+def test_ckafka_create_table_with_a_spatial_column_gives_the_key(spark, session_lake, source):
+    # CKafka's Format I rows carry no key: it comes from the stream's CREATE TABLE, which has a `point` column.
+    create = {"data": None, "database": "dip_test", "es": 1655812330, "id": 0, "isDdl": True, "mysqlType": None,
+              "old": None, "pkNames": None, "sqlType": None, "table": "shops", "ts": 1655812330, "type": "CREATE",
+              "sql": "CREATE TABLE `shops` (\n`id` int NOT NULL AUTO_INCREMENT,\n`name` varchar(255) NOT NULL,\n"
+                     "`loc` point DEFAULT NULL SRID 4326,\nPRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8"}
+    insert = {"BINLOG_NAME": "mysql-bin.000003", "BINLOG_POS": 900, "DATABASE": "dip_test", "EVENT_SERVER_ID": None,
+              "GLOBAL_ID": None, "GROUP_ID": None, "NEW_VALUES": {"id": "1", "name": "s1", "loc": None},
+              "OLD_VALUES": None, "TABLE": "shops", "TIME": "20220621200000", "TYPE": "I"}
+    batch_id, result = land_lines(spark, session_lake, source, [create, insert], "auto")
+    assert (result.tables, result.quarantined) == ({"dip_test.shops": 1}, 0)
+    (row,) = staged(spark, session_lake, source, batch_id, "dip_test.shops")
+    assert row.key.asDict() == {"id": 1} and row.after.asDict() == {"id": 1, "name": "s1", "loc": None}
+
+
+def test_a_table_without_key_whose_create_table_could_not_be_read_says_so(spark, session_lake, source):
+    create = {"data": None, "database": "dip_test", "es": 1655812330, "id": 0, "isDdl": True, "mysqlType": None,
+              "old": None, "pkNames": None, "sqlType": None, "table": "odd", "ts": 1655812330, "type": "CREATE",
+              "sql": "CREATE TABLE `odd` (`id` int NOT NULL, `v` varchar(10) NOT NULL DEFAULT, PRIMARY KEY (`id`))"}
+    insert = {"BINLOG_NAME": "mysql-bin.000003", "BINLOG_POS": 900, "DATABASE": "dip_test", "EVENT_SERVER_ID": None,
+              "GLOBAL_ID": None, "GROUP_ID": None, "NEW_VALUES": {"id": "1", "v": "a"}, "OLD_VALUES": None,
+              "TABLE": "odd", "TIME": "20220621200000", "TYPE": "I"}
+    _, result = land_lines(spark, session_lake, source, [create, insert], "auto")
+    assert (result.tables, result.quarantined) == ({}, 2)
+    reasons = [r.reason for r in quarantined(spark, source)]
+    assert reasons[0].startswith("DDL not understood: cannot parse mysql DDL"), reasons
+    assert reasons[1].startswith("table dip_test.odd has no primary key") and (
+        "; the batch's CREATE TABLE of it could not be read (DDL not understood: cannot parse mysql DDL" in reasons[1]
+    ), reasons

@@ -309,6 +309,36 @@ def assert_cases(results: list[tuple[Case, Any]]) -> None:
 
 DRS_BYTES = [106, 103, 111, 106, 103, 111, 105, 100, 115, 106, 103, 111, 106, 111, 115, 111, 103, 57, 51]
 
+CANONICAL_EDGE_CASES: list[Case] = [
+    # Texts next to the canonical forms the decoders cast directly (sqltypes._canonical_or): each must decode as
+    # the checks decide, whether or not it prints back as itself.
+    ("int(11)", "007", 7),
+    ("int(11)", "-0", 0),
+    ("int(11)", "2147483648", None),
+    ("bigint(20)", "-9223372036854775808", -9223372036854775808),
+    ("decimal(12,2)", "123.45", Decimal("123.45")),
+    ("decimal(12,2)", "123.4", Decimal("123.40")),
+    ("decimal(12,2)", "-0.00", Decimal("0.00")),
+    ("decimal(12,2)", "123.456", None),
+    ("decimal(12,2)", "1E+3", Decimal("1000.00")),
+    ("decimal(12,2)", "12345678901.00", None),
+    ("decimal(2,2)", "0.12", Decimal("0.12")),
+    ("decimal(38,20)", "0.00000000000000000001", Decimal("0.00000000000000000001")),
+    ("date", "0001-01-01", dt.date(1, 1, 1)),
+    ("date", "9999-12-31", dt.date(9999, 12, 31)),
+    ("date", "+10000-01-01", None),
+    ("date", "-0001-01-01", None),
+    ("date", "2021-02-29", None),
+    ("date", "2021-6-5", None),
+    ("datetime", "2021-06-25 17:51:53", dt.datetime(2021, 6, 25, 17, 51, 53)),
+    ("datetime", "2021-06-25 17:51:53.5", dt.datetime(2021, 6, 25, 17, 51, 53, 500000)),
+    ("datetime", "2021-06-25 17:51:53.000000", dt.datetime(2021, 6, 25, 17, 51, 53)),
+    ("datetime", "2021-06-25T17:51:53", dt.datetime(2021, 6, 25, 17, 51, 53)),
+    ("datetime", "+10000-01-01 00:00:00", None),
+    ("datetime", "2021-06-25 24:00:00", None),
+    ("datetime", "0000-00-00 00:00:00", None),
+]
+
 MYSQL_CASES: list[Case] = [
     # integers: a fraction, a non-number or an out-of-range value is a failed cast (null), never truncated
     ("int(11)", "103", 103),
@@ -583,7 +613,7 @@ TSQL_CASES: list[Case] = [
 
 
 @pytest.mark.parametrize(("dialect", "cases"), [
-    ("mysql", MYSQL_CASES), ("postgres", POSTGRES_CASES), ("oracle", ORACLE_CASES), ("tsql", TSQL_CASES),
+    ("mysql", MYSQL_CASES + CANONICAL_EDGE_CASES), ("postgres", POSTGRES_CASES), ("oracle", ORACLE_CASES), ("tsql", TSQL_CASES),
 ])
 def test_converters(spark, dialect: str, cases: list[Case]) -> None:
     nulls = [(t, None, None) for t in sorted({t for t, _, _ in cases})]  # null in, null out, for every type
@@ -669,3 +699,38 @@ def test_drs_gaussdb_sample(spark) -> None:
         "bytea_column": bytearray(b"bytea_data"),
     }
     assert (old["timestamp_column"], old["boolean_column"]) == (dt.datetime(2014, 7, 2, 6, 14, 0, 742000), True)
+
+
+def test_canal_enum_and_set_numbers_decode_to_their_labels(spark) -> None:
+    """canal writes an ``enum`` value as its 1-based member index (``sqlType`` 4) and a ``set`` value as its member
+    bitmask (``sqlType`` -7), as alibaba/canal's binlog reader hands them over; the type text lists the members,
+    so the labels MySQL stores come back. Without a member list (TiCDC's bare ``enum``) or with a text ``sqlType``
+    the value stays as it is."""
+    enum = column_type("e", "enum('a','b','it''s')", jdbc_type=4)
+    numbers = column_type("n", "enum('0','1')", jdbc_type=4)  # alibaba/canal#5562: the index, not the label
+    bare = column_type("x", "enum", jdbc_type=4)
+    labelled = column_type("l", "enum('a','b')", jdbc_type=12)
+    members = column_type("s", "set('x','y','z')", jdbc_type=-7)
+    cases = [
+        # (enum text, enum('0','1') text, set text) -> expected labels
+        ("1", "1", "5", ("a", "0", "x,z")),
+        ("3", "2", "0", ("it's", "1", "")),
+        ("0", "0", "7", ("", "", "x,y,z")),
+        ("b", "1", "y,z", ("b", "0", "y,z")),
+        ("4", "3", "8", (None, None, None)),
+        ("c", "x", "-1", (None, None, None)),
+        (None, None, None, (None, None, None)),
+    ]
+    df = spark.createDataFrame([(i, e, n, s) for i, (e, n, s, _) in enumerate(cases)],
+                               "i int, e string, n string, s string")
+    rows = df.select("i", enum.convert(F.col("e")).alias("e"), numbers.convert(F.col("n")).alias("n"),
+                     members.convert(F.col("s")).alias("s"), bare.convert(F.col("e")).alias("bare"),
+                     labelled.convert(F.col("e")).alias("labelled")).orderBy("i").collect()
+    for (e, _, _, expected), row in zip(cases, rows):
+        assert (row["e"], row["n"], row["s"]) == expected, (e, row)
+        assert row["bare"] == e and row["labelled"] == e
+    wide = column_type("w", "set(" + ",".join(f"'m{i}'" for i in range(64)) + ")", jdbc_type=-7)
+    got = spark.range(1).select(wide.convert(F.lit(str(2**64 - 1))).alias("w"),
+                                wide.convert(F.lit(str(2**63 + 1))).alias("top")).first()
+    assert got["w"] == ",".join(f"m{i}" for i in range(64))
+    assert got["top"] == "m0,m63"

@@ -203,6 +203,13 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
         (F.col(f"_j.{CORRUPT}").isNotNull() & ~F.trim(F.col("value")).startswith("{"),
          F.lit("message value is not a JSON object"), "quarantine"),
         (F.col(f"_j.{CORRUPT}").isNotNull(), _unexpected_type_reason(), "quarantine"),
+        # A row flattened by Debezium's ExtractNewRecordState (`__op`, `__deleted`, `__source_ts_ms` beside the
+        # columns), without the schema envelope.
+        (F.col("_shape").isNull() & F.arrays_overlap(F.json_object_keys("value"), F.array(*map(F.lit, _UNWRAPPED))),
+         F.concat(F.lit(f"unrecognized message: a row flattened by Debezium's ExtractNewRecordState/unwrap transform "
+                        f"(it has {' or '.join(_UNWRAPPED)}), not a change event: publish the change events "
+                        "themselves; its top-level fields: "),
+                  F.array_join(F.json_object_keys("value"), ", ")), "quarantine"),
         (F.col("_shape").isNull(),
          F.concat(F.lit(f"unrecognized message: not a message --format {fmt} reads (a Debezium/dtle event, canal/DRS "
                         "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: "),
@@ -220,6 +227,9 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
     ]))
     return ColumnPlan.of(*steps)
 
+
+_UNWRAPPED = ("__op", "__deleted")
+"""Fields Debezium's ExtractNewRecordState adds to the row it flattens (``add.fields=op``, the delete handling)."""
 
 _STRUCTURED = (("payload", "{"), ("source", "{"), ("position", "{"), ("data", "["), ("old", "["), ("_tidb", "{"),
                ("payload.source", "{"), ("payload.position", "{"))

@@ -360,6 +360,62 @@ def _as_is(text: Column) -> Column:
     return text
 
 
+_ENUM_INDEX_CODES = frozenset((-6, 5, 4, -5))
+"""``sqlType`` codes (TINYINT, SMALLINT, INTEGER, BIGINT) with which canal marks an ``enum`` value sent as its
+number: canal reads the binlog's 1-based member index and writes it as is (``"2"`` for ``'b'`` of
+``enum('a','b','c')``)."""
+_SET_BITS_CODES = frozenset((-7, -5))
+"""``sqlType`` codes (BIT, BIGINT) with which canal marks a ``set`` value sent as its member bitmask (``"5"`` for
+``'x,z'`` of ``set('x','y','z')``)."""
+_LISTED = re.compile(r"\s*(enum|set)\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def _numbered_members(type_text: str | None, code: int | None) -> Mapped | None:
+    """An ``enum``/``set`` column whose values arrive as numbers (canal: the ``sqlType`` says so) and whose type
+    text lists its members: decoded back to the member labels MySQL stores. None otherwise (labels, or a bare
+    ``enum`` as TiCDC writes it: the number cannot be mapped and stays as it is)."""
+    match = _LISTED.match(str(type_text or ""))
+    if match is None or code is None:
+        return None
+    members = tuple(m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", match.group(2)))
+    if not members:
+        return None
+    kind = match.group(1).lower()
+    if kind == "enum" and code in _ENUM_INDEX_CODES:
+        return StringType(), lambda c: enum_from_index(c, members)
+    if kind == "set" and code in _SET_BITS_CODES and len(members) <= 64:
+        return StringType(), lambda c: set_from_bits(c, members)
+    return None
+
+
+def enum_from_index(text: Column, members: tuple[str, ...]) -> Column:
+    """An ``enum`` member's 1-based index -> its label; 0 is MySQL's error value, the empty string. A member's
+    own label is kept (a label is never a number canal would send, unless the members themselves are numbers,
+    and then canal's number is read as the index: alibaba/canal#5562). Null (quarantined) for another text."""
+    value = F.trim(text)
+    index = F.when(value.rlike(r"^\d{1,5}$"), value.cast(IntegerType()))
+    labels = F.array(*[F.lit(m) for m in ("", *members)])
+    return F.when(index.between(0, len(members)), F.element_at(labels, index + 1)) \
+        .when(text.isin(*members), text) \
+        .otherwise(_null(StringType()))
+
+
+def set_from_bits(text: Column, members: tuple[str, ...]) -> Column:
+    """A ``set`` value's bitmask (bit i for member i) -> its labels, comma-separated in member order, as MySQL
+    prints them; a mask with bits beyond the members is null (quarantined). Labels (``x,z``) are kept as they
+    are; any other text is null."""
+    value = F.trim(text)
+    mask = F.when(value.rlike(r"^\d{1,20}$"), value.cast(DecimalType(20, 0)))
+    limit = F.lit(str(2 ** len(members) - 1)).cast(DecimalType(20, 0))
+    bits = F.conv(value, 10, -10).cast(LongType())  # the same 64 bits (a 64th member's makes it negative)
+    labels = F.array_join(F.array(*[F.when(bits.bitwiseAND(F.lit(1 << i if i < 63 else -(1 << 63))) != 0, F.lit(m))
+                                    for i, m in enumerate(members)]), ",")
+    named = (text == "") | F.forall(F.split(text, ","), lambda label: label.isin(*members))
+    return F.when(mask.isNull(), F.when(named, text)) \
+        .when(mask <= limit, labels) \
+        .otherwise(_null(StringType()))
+
+
 # --- type text ---------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -679,6 +735,10 @@ def _map(type_text: str | None, *, dialect: str, jdbc_type: int | str | None) ->
     if key not in _BY_TEXT:
         raise ConfigError(f"unknown SQL dialect {dialect!r} for type {type_text!r}; expected one of "
                           f"{', '.join(DIALECTS)}")
+    if key == "mysql":
+        numbered = _numbered_members(type_text, _jdbc_code(jdbc_type))
+        if numbered is not None:
+            return numbered
     parsed = parse_type_text(type_text)
     if parsed is not None:
         if parsed.array:
