@@ -651,11 +651,26 @@ def _exact_cast(value: Column, source: DataType, target: DataType) -> Column:
     return F.when(value.cast(target).cast(source) == value, value.cast(target))
 
 
+_DECIMAL_TEXTS = ("io.debezium.data.VariableScaleDecimal", "org.apache.kafka.connect.data.Decimal")
+"""Connect encodings of decimals that cdclake types as their exact text (:mod:`cdclake.formats.connect`)."""
+
+
 def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnType:
     """A decimal column arriving with more fraction digits than the table's column, or an integer column arriving
     for a decimal one (:func:`decimal_target`), typed as the table's: a value converts only if nothing is lost
     (``2.3000`` -> ``2.30``, ``1004`` -> ``1004`` in ``decimal(9,0)``), else it is null, a failed cast whose change
-    is quarantined with the value and the column type."""
+    is quarantined with the value and the column type. So is a decimal that arrives as its exact text (Debezium's
+    ``VariableScaleDecimal``: Oracle ``NUMBER`` without precision, which its CREATE TABLE made a decimal column)."""
+    if (isinstance(table_type, DecimalType) and isinstance(column.data_type, StringType)
+            and column.encoding.startswith(_DECIMAL_TEXTS)):
+        def exact(text: Column, arrived: Converter = column.convert, into: DecimalType = table_type) -> Column:
+            # The decoded text is plain notation (``-123.45``); it is read twice, not through decimal_from_text's
+            # checks, which would copy the decoder's large expression a dozen times into the plan.
+            value = arrived(text)
+            fits_scale = value.rlike(rf"^-?\d+(?:\.\d{{0,{into.scale}}}0*)?$")
+            return F.when(fits_scale, value.cast(into))
+
+        return replace(column, data_type=table_type, convert=exact)
     target = decimal_target(table_type, column.data_type) if table_type is not None else None
     if target is None:
         return column
