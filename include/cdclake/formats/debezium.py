@@ -218,9 +218,11 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         (~raw_op.isin(*OPS),
          F.concat(F.lit("unknown op '"), b["op"], F.lit("' (expected c, u, d, r, t or m)")), "quarantine"),
         (b["source"].isNull(), F.lit("missing field payload.source"), "quarantine"),
-        (b["source"]["collection"].isNotNull() | F.lower(b["source"]["connector"]).contains("mongo"),
-         F.lit("a Debezium MongoDB connector event (payload.source.collection): not supported; cdclake reads "
-               "MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
+        # Before Debezium 0.8 its MongoDB source had no connector name: replica set `rs` and namespace `ns`.
+        (b["source"]["collection"].isNotNull() | F.lower(b["source"]["connector"]).contains("mongo")
+         | (b["source"]["rs"].isNotNull() & b["source"]["ns"].isNotNull()),
+         F.lit("a Debezium MongoDB connector event (its source has a collection, or rs and ns): not supported; "
+               "cdclake reads MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
         (cols["table_id"].isNull(), F.lit("missing field payload.source.table"), "quarantine"),
         (cols["source_pos"].isNull(), _no_position_reason(b["source"]), "quarantine"),
         (op.isin("c", "u", "r") & cols["after_text"].isNull(),
