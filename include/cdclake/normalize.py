@@ -451,7 +451,8 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                     ddl: dict[str, TableDefinition], history: History, refused: dict[str, str],
-                    unread: dict[str, str] | None = None) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
+                    unread: dict[str, str] | None = None
+                    ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
                                dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
     the batch only truncates, that the lake does not have, a skip reason (there is nothing to remove). Changes
