@@ -860,6 +860,23 @@ def test_a_source_time_of_zero_is_unknown(spark, session_lake, source):
     assert [(r.after.id, r.source_ts_ms) for r in rows] == [(0, 1700000000123), (1, None)]
 
 
+def test_debezium_0x_source_time_is_ts_usec(spark, session_lake, source):
+    # apache/pulsar's io-debezium-source.md: a Debezium 0.9.2 PostgreSQL update, whose source time is
+    # `source.ts_usec` (microseconds), as connectors before 1.0 wrote it. The envelope's ts_ms (1559208957692) is
+    # when the connector read the change, not when it happened. Some 0.7 connectors (magma's test fixtures) put
+    # nanoseconds in ts_usec: told apart by magnitude.
+    update = (FIXTURES.parent / "external" / "pulsar-debezium-0.9.2-update.json").read_text(encoding="utf-8").strip()
+    nanos = json.loads(update)
+    nanos["payload"]["source"].update(ts_usec=1559208957661080123, lsn=23862873)
+    nanos["payload"]["before"]["id"] = nanos["payload"]["after"]["id"] = 108
+    batch = land_and_normalize(spark, session_lake, source,
+                               [("old.jsonl", update + "\n" + json.dumps(nanos) + "\n")],
+                               keys=KeySpec.parse(["inventory.products=id"]))  # the page prints the key apart
+    _, rows = staged(spark, session_lake, batch, "inventory.products")
+    assert [(r.after.id, r.source_ts_ms) for r in rows] == [(107, 1559208957661), (108, 1559208957661)]
+    assert [r.source_ts.microsecond for r in rows] == [661080, 661080]
+
+
 def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark, session_lake, source):
     # Debezium's PostgreSQL connector sends an unchanged TOASTed value as its placeholder in the column's own shape
     # (UnchangedToastedPlaceholder): the text, base64 bytes, a one-element text, bytes or uuid array, the

@@ -845,12 +845,19 @@ def test_a_create_table_without_a_key_is_quarantined_and_a_replay_with_the_key_c
 
 @pytest.mark.parametrize("message, reason", [
     # SeaTunnel's CanalJsonSerDeSchemaTest serializer output: `data` is one object, not canal's array of rows.
-    ({"data": {"id": 1}, "type": "INSERT"}, "message value is JSON but field data is not an array: {\"id\":1}"),
+    ({"data": {"id": 1}, "type": "INSERT"}, "message value is JSON but field data is not an array, as a canal "
+     "message's is (an array of row objects): {\"id\":1}; if this is not a canal message, no format cdclake reads "
+     "matches it: its top-level fields: data, type"),
+    # An Airbyte CDK record (airbytehq/airbyte): `data` is its row.
+    ({"namespace": "ns", "stream": "tbl", "data": {"k": 1, "_ab_cdc_lsn": None}, "emitted_at": 3133641600000},
+     "message value is JSON but field data is not an array, as a canal message's is (an array of row objects): "
+     "{\"k\":1,\"_ab_cdc_lsn\":null}; if this is not a canal message, no format cdclake reads matches it: its "
+     "top-level fields: namespace, stream, data, emitted_at"),
     ({"payload": {"op": "c", "source": "mysql"}}, "message value is JSON but field payload.source is not an object: "
                                                  "mysql"),
     ({"type": "INSERT"}, "unrecognized message: not a message --format auto reads (a Debezium/dtle event, canal/DRS "
                          "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: type"),
-], ids=["data object", "source string", "type only"])
+], ids=["data object", "airbyte record", "source string", "type only"])
 def test_reasons_name_the_field_that_does_not_fit(spark, session_lake, source, message, reason):
     batch_id, _, _, _ = land_files(session_lake, source=source, files=[
         InputFile(f"mem://{source}/bad.jsonl", (json.dumps(message) + "\n").encode("utf-8"))])

@@ -21,7 +21,8 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
   TiCDC ``commit_ts``; a writer that names no connector and no position, or writes a placeholder (MySQL's
   ``"file": ""`` with ``"pos": 0``, PostgreSQL's ``lsn`` Long.MIN_VALUE): arrival order (:data:`NO_BINLOG_POSITION`).
-- ``source_ts``: ``source.ts_us`` / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot`` unless false.
+- ``source_ts``: ``source.ts_us`` / ``ts_usec`` (before 1.0) / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot``
+  unless false.
 """
 
 from __future__ import annotations
@@ -146,8 +147,11 @@ def _source_ts(src: Column, envelope_ts: Column) -> Column:
     def known(value: Column) -> Column:
         return F.when(value.cast("long") > 0, value.cast("long"))
 
+    # Debezium before 1.0 wrote `ts_usec` (PostgreSQL); some 0.7 connectors put nanoseconds there.
+    usec = known(src["ts_usec"])
     return F.coalesce(
         F.timestamp_micros(known(src["ts_us"])),
+        F.timestamp_micros(F.when(usec > 10**17, F.floor(usec / 1000).cast("long")).otherwise(usec)),
         F.timestamp_millis(known(src["ts_ms"])),
         F.timestamp_seconds(known(src["ts_sec"])),
         F.timestamp_millis(known(envelope_ts)),
@@ -204,6 +208,12 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
     raw_op = F.lower(F.trim(b["op"]))
     k = F.from_json(F.col("key"), KEY_SCHEMA, FROM_JSON_OPTIONS)
     op = cols["op"]
+
+    def field(path: str) -> Column:  # a field's name as the message spells it: under payload, or at the top
+        return F.when(j["payload"].isNotNull(), F.lit(f"payload.{path}")).otherwise(F.lit(path))
+
+    # Avro's JSON encoding wraps each optional value in its union branch (`"table": {"string": "customers"}`).
+    avro_union = F.ltrim(b["source"]["connector"]).startswith("{") | F.ltrim(b["source"]["table"]).startswith("{")
     return [
         # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
         # JSON at all (a string converter's key) still do.
@@ -213,17 +223,21 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
             F.lit("missing fields payload.op and payload.source: not a change event (a row flattened by "
                   "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: "),
             F.coalesce(F.array_join(F.json_object_keys(_body_text(j)), ", "), F.lit("none"))), "quarantine"),
-        (raw_op.isNull(), F.lit("missing field payload.op"), "quarantine"),
+        (raw_op.isNull(), F.concat(F.lit("missing field "), field("op")), "quarantine"),
         (raw_op == "m", F.lit("logical decoding message (op=m)"), "skip"),
         (~raw_op.isin(*OPS),
          F.concat(F.lit("unknown op '"), b["op"], F.lit("' (expected c, u, d, r, t or m)")), "quarantine"),
-        (b["source"].isNull(), F.lit("missing field payload.source"), "quarantine"),
+        (b["source"].isNull(), F.concat(F.lit("missing field "), field("source")), "quarantine"),
+        (avro_union, F.concat(
+            F.lit("source fields are Avro union objects (connector "), F.substring(b["source"]["connector"], 1, 60),
+            F.lit("): the event is in Avro's JSON encoding, not the JSON converter's; publish it with Kafka "
+                  "Connect's JsonConverter (or decode the Avro first)")), "quarantine"),
         # Before Debezium 0.8 its MongoDB source had no connector name: replica set `rs` and namespace `ns`.
         (b["source"]["collection"].isNotNull() | F.lower(b["source"]["connector"]).contains("mongo")
          | (b["source"]["rs"].isNotNull() & b["source"]["ns"].isNotNull()),
          F.lit("a Debezium MongoDB connector event (its source has a collection, or rs and ns): not supported; "
                "cdclake reads MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
-        (cols["table_id"].isNull(), F.lit("missing field payload.source.table"), "quarantine"),
+        (cols["table_id"].isNull(), F.concat(F.lit("missing field "), field("source.table")), "quarantine"),
         (cols["source_pos"].isNull(), _no_position_reason(b["source"]), "quarantine"),
         (op.isin("c", "u", "r") & cols["after_text"].isNull(),
          F.concat(F.lit("op="), op, F.lit(" without an after image (payload.after is null)")), "quarantine"),

@@ -62,7 +62,7 @@ _SOURCE = StructType(_strings(
     "version", "connector", "name", "server", "ts_ms", "ts_us", "ts_ns", "ts_sec", "snapshot", "db", "schema",
     "table", "txId", "lsn", "xmin", "sequence", "change_lsn", "commit_lsn", "event_serial_no",
     "file", "pos", "row", "gtid", "server_id", "thread", "commit_ts", "collection", "scn", "commit_scn",
-    "rs", "ns",
+    "rs", "ns", "ts_usec",
 ))
 _POSITION = StructType(_strings("ts_sec", "file", "pos", "row", "gtids", "snapshot", "server_id"))
 BODY_FIELDS: list[StructField] = [
@@ -249,9 +249,15 @@ def _unexpected_type_reason() -> Column:
     for path, opener in reversed(_STRUCTURED):
         head, _, inner = path.partition(".")
         text = payload[inner] if inner else top[head]
-        reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), F.concat(
-            F.lit(f"message value is JSON but field {path} is not {kinds[opener]}: "), F.substring(text, 1, 80),
-        )).otherwise(reason)
+        if path in ("data", "old"):  # canal's; in another tool's message (Airbyte's record) it may be an object
+            why = F.concat(F.lit(f"message value is JSON but field {path} is not an array, as a canal message's "
+                                 f"is (an array of row objects): "), F.substring(text, 1, 80),
+                           F.lit("; if this is not a canal message, no format cdclake reads matches it: its "
+                                 "top-level fields: "), F.array_join(F.json_object_keys("value"), ", "))
+        else:
+            why = F.concat(F.lit(f"message value is JSON but field {path} is not {kinds[opener]}: "),
+                           F.substring(text, 1, 80))
+        reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), why).otherwise(reason)
     # Maxwell's rows look like canal's, with `data` one object and a transaction id `xid`.
     maxwell = F.ltrim(top["data"]).startswith("{") & top["xid"].isNotNull()
     return F.when(maxwell, F.lit(MAXWELL_REASON)).otherwise(reason)
