@@ -586,9 +586,13 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
         if not key:
             unreadable = (unread or {}).get(tid)
+            # A message key with no fields (dtle's for a table without a primary key: `"payload": {}`).
+            empty_key = any((v["key_text"] or "").replace(" ", "") == "{}" for v in variants)
             problems[tid] = (
-                f"table {tid} has no primary key: no message key, pkNames or CREATE TABLE names one; declare one "
-                f"with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
+                f"table {tid} has no primary key: "
+                + ("its message key has no columns (the source table has no primary key), and no pkNames or "
+                   "CREATE TABLE names one" if empty_key else "no message key, pkNames or CREATE TABLE names one")
+                + f"; declare one with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
                 + (f"; the batch's CREATE TABLE of it could not be read ({unreadable})" if unreadable else "")
             )
             continue

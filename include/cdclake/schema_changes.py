@@ -66,6 +66,8 @@ STATEMENT_DML_REASON = (
     "message. Capture with binlog_format=ROW")
 """Why a DML statement in a DDL record is quarantined (its changes cannot be known from the text)."""
 
+_TABLE_STATEMENTS = frozenset(("create_table", "alter_table", "truncate", "drop_table", "rename_table"))
+
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
               "at once when the batch has no rows of the table)")
@@ -273,6 +275,13 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         # One message is one record: its first statement decides the outcome, later ones only add knowledge.
         results: list[tuple[str, str, dict[str, Any]]] = []
         for event in events:
+            if event.table and not (event.database or namespace) and event.kind in _TABLE_STATEMENTS:
+                # dtle's SchemaChangeTopic message with an empty databaseName: `default.<table>` would be guessed.
+                results.append(("quarantine", (
+                    f"DDL {event.kind.replace('_', ' ')} names table {event.table} without its database, and the "
+                    "message gives none (its databaseName or database is empty): the table it changes is unknown"),
+                    {}))
+                continue
             tid = table_id(event.database or namespace, None, event.table) if event.table else None
             where = record.get("source_pos") or (f"{record.get('input')}#{record.get('index')}")
             if event.kind == "create_table" and tid:

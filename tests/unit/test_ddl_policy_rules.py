@@ -125,3 +125,18 @@ def test_create_table_under_evolve_becomes_a_lake_change() -> None:
     sql = "CREATE TABLE t (id int primary key, v varchar(3))"
     assert [c.kind for c in interpret([ddl_record(sql)], DdlPolicies("evolve")).changes] == ["create_table"]
     assert interpret([ddl_record(sql)], DdlPolicies("ignore")).changes == []
+
+
+def test_a_statement_whose_table_has_no_known_database_is_quarantined_not_guessed() -> None:
+    # dtle's SchemaChangeTopic message with an empty databaseName: the table would have been `default.w`, and the
+    # ALTER was counted as learned while no lake table got the column.
+    record = ddl_record("alter table w add column z2 int")
+    record["row_schema"] = json.dumps({"dialect": "mysql", "namespace": ""})
+    qualified = ddl_record("alter table a.w add column z2 int", 1)
+    qualified["row_schema"] = record["row_schema"]
+    outcome = interpret([record, qualified, ddl_record("DROP TABLE w", 2), ddl_record("SET NAMES utf8mb4", 3)])
+    assert [r["status"] for r in outcome.records] == ["quarantine", "skip", "ok", "skip"]
+    assert outcome.records[0]["reason"] == ("DDL alter table names table w without its database, and the message "
+                                            "gives none (its databaseName or database is empty): the table it "
+                                            "changes is unknown")
+    assert list(outcome.tables) == ["a.w"] and outcome.records[2]["table_id"] == "shop.w"

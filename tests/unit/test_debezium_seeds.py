@@ -877,6 +877,26 @@ def test_debezium_0x_source_time_is_ts_usec(spark, session_lake, source):
     assert [r.source_ts.microsecond for r in rows] == [661080, 661080]
 
 
+def test_a_message_key_without_columns_says_the_source_table_has_no_primary_key(spark, session_lake, source):
+    # dtle's key for a table without a primary key: a key schema without fields and the payload {} (its
+    # kafka3.go encoder). The reason says so, rather than that there is no message key.
+    value = {"schema": {"type": "struct", "optional": False, "name": "dtle1.a.u.Envelope", "fields": [
+        {"type": "struct", "optional": True, "field": "after", "name": "dtle1.a.u.Value",
+         "fields": [{"type": "int32", "optional": True, "field": "x"}]}]},
+             "payload": {"before": None, "after": {"x": 1}, "op": "c", "ts_ms": 1700000000000, "source": {
+                 "version": "0.0.1", "name": "dtle1", "server_id": 1, "ts_sec": 1700000008, "file": "mysql-bin.000003",
+                 "pos": 2200, "row": 0, "snapshot": False, "db": "a", "table": "u"}}}
+    key = {"schema": {"type": "struct", "optional": False, "name": "dtle1.a.u.Key"}, "payload": {}}
+    line = json.dumps({"topic": "dtle1", "partition": 0, "offset": 15, "key": json.dumps(key),
+                       "payload": json.dumps(value)})
+    batch = land_and_normalize(spark, session_lake, source, [("keyless.kcat.jsonl", line + "\n")])
+    assert (batch.result.tables, batch.result.quarantined) == ({}, 1)
+    (row,) = quarantined(spark, batch)
+    assert row.reason.startswith("table a.u has no primary key: its message key has no columns (the source table "
+                                 "has no primary key), and no pkNames or CREATE TABLE names one; declare one with "
+                                 "--key a.u=COL"), row.reason
+
+
 def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark, session_lake, source):
     # Debezium's PostgreSQL connector sends an unchanged TOASTed value as its placeholder in the column's own shape
     # (UnchangedToastedPlaceholder): the text, base64 bytes, a one-element text, bytes or uuid array, the
