@@ -500,7 +500,9 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
     broken, flattened = quarantined(spark, batch)
     assert (broken.line, broken.reason) == (9, "unrecognized message: not a message --format debezium reads (a "
                                                 "Debezium/dtle event, canal/DRS flat message, DRS MongoDB record or "
-                                                "CKafka Format I row); its top-level fields: ts_ms, source")
+                                                "CKafka Format I row; a bare row, as Debezium's "
+                                                "ExtractNewRecordState/unwrap transform writes it, is not a change "
+                                                "event); its top-level fields: ts_ms, source")
     assert (flattened.line, flattened.reason) == (
         13, "missing fields payload.op and payload.source: not a change event (a row flattened by "
             "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: name, __op, "

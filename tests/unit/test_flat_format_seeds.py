@@ -856,7 +856,9 @@ def test_a_create_table_without_a_key_is_quarantined_and_a_replay_with_the_key_c
     ({"payload": {"op": "c", "source": "mysql"}}, "message value is JSON but field payload.source is not an object: "
                                                  "mysql"),
     ({"type": "INSERT"}, "unrecognized message: not a message --format auto reads (a Debezium/dtle event, canal/DRS "
-                         "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: type"),
+                         "flat message, DRS MongoDB record or CKafka Format I row; a bare row, as Debezium's "
+                         "ExtractNewRecordState/unwrap transform writes it, is not a change event); its top-level "
+                         "fields: type"),
 ], ids=["data object", "airbyte record", "source string", "type only"])
 def test_reasons_name_the_field_that_does_not_fit(spark, session_lake, source, message, reason):
     batch_id, _, _, _ = land_files(session_lake, source=source, files=[

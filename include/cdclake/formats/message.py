@@ -213,7 +213,9 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
                   F.array_join(F.json_object_keys("value"), ", ")), "quarantine"),
         (F.col("_shape").isNull(),
          F.concat(F.lit(f"unrecognized message: not a message --format {fmt} reads (a Debezium/dtle event, canal/DRS "
-                        "flat message, DRS MongoDB record or CKafka Format I row); its top-level fields: "),
+                        "flat message, DRS MongoDB record or CKafka Format I row; a bare row, as Debezium's "
+                        "ExtractNewRecordState/unwrap transform writes it, is not a change event); its top-level "
+                        "fields: "),
                   F.coalesce(F.nullif(F.array_join(F.json_object_keys("value"), ", "), F.lit("")), F.lit("none"))),
          "quarantine"),
         (~F.col("_shape").isin(*accepted_names), looks_like, "quarantine"),
