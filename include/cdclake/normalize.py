@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -304,8 +303,6 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
     ]))
 
 
-_CREATE = re.compile(r"^\s*(?:/\*.*?\*/\s*)*CREATE\b", re.IGNORECASE | re.DOTALL)
-
 _NOTHING_TO_TRUNCATE = ("TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position "
                         "is kept, so older changes that arrive later stay out)")
 
@@ -569,7 +566,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             problems[tid] = f"table {tid}: {exc}"
             continue
         table_types = {c.name: c.data_type for c in current}
-        columns = [_at_table_scale(c, table_types.get(c.name)) for c in columns]
+        columns = [_as_table_type(c, table_types.get(c.name)) for c in columns]
         conflict = next((r for c in columns if c.name in table_types
                          for r in [incompatibility(c.name, table_types[c.name], c.data_type)] if r), None)
         if conflict:
@@ -660,7 +657,7 @@ _DECIMAL_TEXTS = ("io.debezium.data.VariableScaleDecimal", "org.apache.kafka.con
 """Connect encodings of decimals that cdclake types as their exact text (:mod:`cdclake.formats.connect`)."""
 
 
-def _at_table_scale(column: ColumnType, table_type: DataType | None) -> ColumnType:
+def _as_table_type(column: ColumnType, table_type: DataType | None) -> ColumnType:
     """A decimal column arriving with more fraction digits than the table's column, or an integer column arriving
     for a decimal one (:func:`decimal_target`), typed as the table's: a value converts only if nothing is lost
     (``2.3000`` -> ``2.30``, ``1004`` -> ``1004`` in ``decimal(9,0)``), else it is null, a failed cast whose change
@@ -1022,10 +1019,9 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         # A table stopped by an earlier batch stays stopped while its policy is still `fail`.
         held = {tid: stop.hold_reason() for tid, stop in stops.items()
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
-        unread = {r["table_id"]: r["reason"] for r in ddl.records
-                  if r.get("status") == "quarantine" and r.get("table_id") and _CREATE.match(str(r.get("ddl") or ""))}
         typings, problems, idle, malformed, owners = _resolve_tables(
-            spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped}, unread)
+            spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped},
+            ddl.unread_creates())
         _remember_truncates(parsed, idle, batch_id=batch_id)
         typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, batch_id=batch_id)
                    for tid, typing in typings.items()}

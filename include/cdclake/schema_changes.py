@@ -53,13 +53,20 @@ from cdclake.identity import table_id
 
 log = logging.getLogger(__name__)
 
-_SESSION_STATEMENT = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(SET|USE|FLUSH|BEGIN|COMMIT|ROLLBACK|XA|SAVEPOINT|ANALYZE|OPTIMIZE|REPAIR|LOCK|UNLOCK)\b",
-    re.IGNORECASE | re.DOTALL)
+_LEADING_COMMENTS = r"^\s*(?:/\*.*?\*/\s*)*"
+"""Where a statement's first word is: after leading ``/* .. */`` comments (dtle, DBeaver and others add them)."""
+
+
+def _statement(verbs: str) -> re.Pattern[str]:
+    """A statement whose first word is one of ``verbs`` (a regex alternation, group 1)."""
+    return re.compile(rf"{_LEADING_COMMENTS}({verbs})\b", re.IGNORECASE | re.DOTALL)
+
+
+_SESSION_STATEMENT = _statement("SET|USE|FLUSH|BEGIN|COMMIT|ROLLBACK|XA|SAVEPOINT|ANALYZE|OPTIMIZE|REPAIR|LOCK|UNLOCK")
 """Statements schema-change topics carry that do not define tables (Debezium's MySQL history has ``SET ...``)."""
 
-_STATEMENT_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b",
-                            re.IGNORECASE | re.DOTALL)
+_STATEMENT_DML = _statement(r"INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA")
+_CREATE_STATEMENT = _statement("CREATE")
 STATEMENT_DML_REASON = (
     "a row change written as its SQL statement ({verb}), not as rows: the source's binlog is statement-based "
     "(binlog_format STATEMENT or MIXED; canal sends such events as type QUERY), so the rows' values are not in the "
@@ -193,6 +200,12 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     changes: list[LakeChange] = field(default_factory=list)
     stopped: dict[str, str] = field(default_factory=dict)
+
+    def unread_creates(self) -> dict[str, str]:
+        """Tables whose CREATE TABLE in the batch was quarantined (not understood) -> its reason."""
+        return {r["table_id"]: r["reason"] for r in self.records
+                if r.get("status") == "quarantine" and r.get("table_id")
+                and _CREATE_STATEMENT.match(str(r.get("ddl") or ""))}
 
 
 def _context(record: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
 from cdclake.schema_changes import SKIP_ALTER, SKIP_CREATE, SKIP_RENAME
+from tests.support.canal_batches import land_messages
 from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -958,9 +959,7 @@ def test_a_column_added_with_a_default_fills_the_rows_written_before_it(spark, s
 
 def land_lines(spark, settings, source: str, docs: list[dict[str, Any]], fmt: str):
     """Land ``docs`` (one message per line) as one batch and normalize it."""
-    content = "".join(json.dumps(d) + "\n" for d in docs)
-    batch_id, _, _, _ = land_files(settings, source=source, files=[
-        InputFile(f"mem://{source}/lines.jsonl", content.encode("utf-8"))])
+    batch_id = land_messages(settings, source, "lines", docs)
     return batch_id, normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt)
 
 
