@@ -673,6 +673,14 @@ def _as_table_type(column: ColumnType, table_type: DataType | None) -> ColumnTyp
             return F.when(fits_scale, value.cast(into))
 
         return replace(column, data_type=table_type, convert=exact)
+    if (isinstance(table_type, (DoubleType, FloatType)) and isinstance(column.data_type, StringType)
+            and column.encoding.startswith(_DECIMAL_TEXTS)):
+        # A floating-point column (Oracle FLOAT by its CREATE TABLE) whose events carry the value's exact text:
+        # the column's nearest value, as a floating-point column holds every value.
+        def approximate(text: Column, arrived: Converter = column.convert, into: DataType = table_type) -> Column:
+            return arrived(text).cast(into)
+
+        return replace(column, data_type=table_type, convert=approximate)
     target = decimal_target(table_type, column.data_type) if table_type is not None else None
     if target is None:
         return column

@@ -29,8 +29,9 @@ GOOD_TABLES: dict[str, dict[str, int]] = {
 }
 """Tables the good lines of each file create, with their row counts."""
 
-QUARANTINED_TABLES: dict[str, dict[int, str]] = {"debezium": {11: "inventory.customers"}}
-"""The table some quarantined lines are recorded under (a Debezium MongoDB event, by its collection)."""
+QUARANTINED_TABLES: dict[str, dict[int, str]] = {"debezium": {11: "inventory.customers", 19: "public.customers"}}
+"""The table some quarantined lines are recorded under (a Debezium MongoDB event, by its collection; an event in
+Avro's JSON encoding, by its union-wrapped schema and table)."""
 
 KEYS: dict[str, list[str]] = {"debezium": ["public.items=id"]}
 """``--key`` declarations: the Debezium file is message values without Kafka keys."""

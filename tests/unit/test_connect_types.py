@@ -652,28 +652,39 @@ def test_a_column_that_is_text_in_one_schema_of_a_batch_is_text(spark, session_l
     assert [(r.after.id, r.after.age) for r in rows] == expected
 
 
-def test_variable_scale_decimals_go_into_the_decimal_column_a_create_table_made(spark, session_lake):
-    """A table made from a schema-change event's CREATE TABLE has a NUMBER/numeric without precision as
-    decimal(38,10); Debezium's change events carry that column as a VariableScaleDecimal (exact text). Each value
-    goes into the decimal column exactly, or is quarantined: never rounded, and not the whole table held back as
-    a type conflict."""
+_VARIABLE_SCALE_N = [
+    {"type": "int32", "optional": False, "field": "id"},
+    {"type": "struct", "optional": True, "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "field": "n",
+     "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                {"type": "bytes", "optional": False, "field": "value"}]}]
+"""Row fields ``id`` and ``n``, a VariableScaleDecimal."""
+
+
+def _table_from_create(spark, settings, column_n: str) -> tuple[str, str, str]:
+    """A fresh table made from a schema-change event's CREATE TABLE (``id integer PRIMARY KEY, n <column_n>``),
+    applied: (table, source, table id)."""
     table = f"ddl_numeric_{uuid.uuid4().hex[:8]}"
     source, tid = f"connect_types_{table}", f"typed.{table}"
     ddl = json.dumps({"payload": {
         "source": {"connector": "postgresql", "name": "srv", "ts_ms": 1700000000000, "snapshot": "false",
                    "db": "shop", "schema": "typed", "table": table, "lsn": 90},
         "ts_ms": 1700000000000, "databaseName": "shop", "schemaName": "typed",
-        "ddl": f"CREATE TABLE typed.{table} (id integer PRIMARY KEY, n numeric)"}})
-    first, created = _land_and_normalize(spark, session_lake, source, ddl + "\n")
+        "ddl": f"CREATE TABLE typed.{table} (id integer PRIMARY KEY, n {column_n})"}})
+    first, created = _land_and_normalize(spark, settings, source, ddl + "\n")
     assert (created.tables, created.quarantined) == ({tid: 0}, 0)
-    apply_batch(spark, session_lake, source=source, batch_id=first)
-    fields = [{"type": "int32", "optional": False, "field": "id"},
-              {"type": "struct", "optional": True, "name": "io.debezium.data.VariableScaleDecimal", "version": 1,
-               "field": "n", "fields": [{"type": "int32", "optional": False, "field": "scale"},
-                                        {"type": "bytes", "optional": False, "field": "value"}]}]
+    apply_batch(spark, settings, source=source, batch_id=first)
+    return table, source, tid
+
+
+def test_variable_scale_decimals_go_into_the_decimal_column_a_create_table_made(spark, session_lake):
+    """A table made from a schema-change event's CREATE TABLE has a NUMBER/numeric without precision as
+    decimal(38,10); Debezium's change events carry that column as a VariableScaleDecimal (exact text). Each value
+    goes into the decimal column exactly, or is quarantined: never rounded, and not the whole table held back as
+    a type conflict."""
+    table, source, tid = _table_from_create(spark, session_lake, "numeric")
     values = [(1, 2, 12345), (2, 11, 12345678901), (3, 0, -7)]  # (id, scale, unscaled): 123.45, 0.12345678901, -7
-    text = "".join(_envelope(table, fields, {"id": i, "n": {"scale": s, "value": b64(java_bytes(u))}}, lsn=100 + i)
-                   + "\n" for i, s, u in values)
+    text = "".join(_envelope(table, _VARIABLE_SCALE_N, {"id": i, "n": {"scale": s, "value": b64(java_bytes(u))}},
+                             lsn=100 + i) + "\n" for i, s, u in values)
     batch_id, result = _land_and_normalize(spark, session_lake, source, text)
     assert (result.tables, result.quarantined) == ({tid: 2}, 1)
     apply_batch(spark, session_lake, source=source, batch_id=batch_id)
@@ -683,3 +694,17 @@ def test_variable_scale_decimals_go_into_the_decimal_column_a_create_table_made(
     arrived = json.dumps({"scale": 11, "value": b64(java_bytes(12345678901))}, separators=(",", ":"))
     assert reason == ("value does not convert to the column type: after column n (decimal(38,10)): "
                       f"[{json.dumps(arrived)}]")
+
+
+def test_variable_scale_decimals_go_into_the_floating_point_column_a_create_table_made(spark, session_lake):
+    """Debezium's Oracle connector sends a FLOAT (a NUMBER of binary precision) as a VariableScaleDecimal, where
+    the table's CREATE TABLE made the column a double: each value goes in as its nearest double, and the table's
+    changes are not held back as a type conflict."""
+    table, source, tid = _table_from_create(spark, session_lake, "double precision")
+    values = [(1, 2, 12345), (2, 11, 12345678901), (3, 0, -7)]  # 123.45, 0.12345678901, -7
+    text = "".join(_envelope(table, _VARIABLE_SCALE_N, {"id": i, "n": {"scale": s, "value": b64(java_bytes(u))}},
+                             lsn=100 + i) + "\n" for i, s, u in values)
+    batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+    assert (result.tables, result.quarantined) == ({tid: 3}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["n"]) for r in dump_rows(session_lake, tid)] == [(1, 123.45), (2, 0.12345678901), (3, -7.0)]

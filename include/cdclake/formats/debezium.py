@@ -171,6 +171,12 @@ def _key(j: Column) -> tuple[Column, Column]:
     return text, F.when(enveloped, k["schema"])
 
 
+def _avro_string(field: Column) -> Column:
+    """A source field's text, unwrapped from its Avro union branch (``{"string": "customers"}``) when the event is
+    in Avro's JSON encoding: such an event is quarantined (:func:`_change_rules`), recorded under its table."""
+    return F.when(F.ltrim(field).startswith("{"), F.get_json_object(field, "$.string")).otherwise(field)
+
+
 def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     b = F.col("_b")
     src = b["source"]
@@ -179,11 +185,11 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     snapshot = F.when(snapshot_flag.isin(*SNAPSHOT_TRUE), snapshot_flag).when(raw_op == "r", F.lit("true"))
     op = F.when((raw_op == "c") & snapshot.isNotNull() & (snapshot != "incremental"), F.lit("r")).otherwise(raw_op)
     # MySQL and MariaDB name a table by database; a `schema` beside it (written by hand) is not a namespace.
-    by_database = F.coalesce(F.lower(src["connector"]).isin("mysql", "mariadb"), F.lit(False))
-    schema = F.when(~by_database, F.nullif(src["schema"], F.lit("")))
-    namespace = F.coalesce(schema, F.nullif(src["db"], F.lit("")), F.lit("default"))
+    by_database = F.coalesce(F.lower(_avro_string(src["connector"])).isin("mysql", "mariadb"), F.lit(False))
+    schema = F.when(~by_database, F.nullif(_avro_string(src["schema"]), F.lit("")))
+    namespace = F.coalesce(schema, F.nullif(_avro_string(src["db"]), F.lit("")), F.lit("default"))
     # A MongoDB connector event names a collection (it is quarantined, named by it: `quarantine list` shows where).
-    table = F.coalesce(src["table"], src["collection"], F.lit(""))
+    table = F.coalesce(_avro_string(src["table"]), src["collection"], F.lit(""))
     key_text, key_schema = _key(j)
     return {
         **table_identity(namespace, table),
