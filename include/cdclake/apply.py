@@ -889,10 +889,16 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             _merge_history(spark, tid, classified, columns, key, value_columns, cut=cuts, cut_ts=cut_ts,
                            source=source, batch_id=batch_id)
             faults.point("apply:after-history")
-        cut_rows = 0
+        winners = latest_per_key(carry_into_soft_deletes(classified, key, value_columns) if soft else classified, key)
+        cut_rows = resent = 0
         if cut is not None and (previous is None or cut > previous):
             doomed = spark.table(name).where((F.col("_cdc_position") < F.lit(cut)) & live)
             cut_rows = doomed.count()
+            if cut != truncated_at:
+                # A completed snapshot replaces the rows it read again: they count as updated, not as removed by
+                # the reconciliation and inserted by the snapshot.
+                resent = doomed.join(winners.where(F.col("_action") == "insert").select(*key), list(key),
+                                     "left_semi").count()
             if soft:
                 spark.sql(f"UPDATE {name} SET {SOFT_DELETE_COLUMN} = true, _cdc_op = 't', "
                           f"_cdc_position = '{sql_literal(cut)}', _cdc_batch_id = '{sql_literal(batch_id)}', "
@@ -901,10 +907,9 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             else:
                 spark.sql(f"DELETE FROM {name} WHERE _cdc_position < '{sql_literal(cut)}'")
             tombstones.record_truncate(spark, tid, cut)
-            log.info("table %s: %s at %s removed %d rows", tid,
-                     "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows)
+            log.info("table %s: %s at %s removed %d rows (%d of them read again by the snapshot)", tid,
+                     "truncate" if cut == truncated_at else "snapshot reconciliation", cut, cut_rows, resent)
             faults.point("apply:after-cut")
-        winners = latest_per_key(carry_into_soft_deletes(classified, key, value_columns) if soft else classified, key)
         counts = {r["_action"]: r["count"] for r in winners.groupBy("_action").count().collect()}
         inserted, updated, deleted = counts.get("insert", 0), counts.get("update", 0), counts.get("delete", 0)
         noop = counts.get("noop", 0)
@@ -929,8 +934,9 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                 (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
         faults.point("apply:after-tombstones")
         result = TableCounts(
-            inserted=inserted, updated=updated, deleted=deleted, skipped_stale=counts.get("stale", 0),
-            rows_before=rows_before, rows_after=rows_before + inserted - deleted, truncated=cut_rows,
+            inserted=inserted - resent, updated=updated + resent, deleted=deleted,
+            skipped_stale=counts.get("stale", 0), rows_before=rows_before + resent,
+            rows_after=rows_before + inserted - deleted, truncated=cut_rows - resent,
         )
         log.info("applied to %s: %s", tid, result.to_dict())
         return result

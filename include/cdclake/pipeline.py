@@ -83,7 +83,8 @@ class TableCounts:
     """Effect of one batch on one table. ``rows_before + inserted - deleted == rows_after``.
 
     ``rows_before`` counts live rows after the batch's cut (a truncate, or a completed snapshot's reconciliation),
-    which removed ``truncated`` rows.
+    which removed ``truncated`` rows. A completed snapshot's rows that replace stored rows count as ``updated``
+    (and those rows in ``rows_before``), not as truncated and inserted again.
     """
 
     inserted: int = 0

@@ -39,6 +39,9 @@ def test_a_full_sync_completed_by_a_later_streamed_change_removes_rows_it_did_no
         "b3": [drs(11, "INIT", {"id": 3, "name": "c3"})],
         # Streamed again: the full sync is complete.
         "b4": [drs(12, "INSERT", {"id": 4, "name": "d"})],
+        # A whole full sync and the change that completes it, in one batch: it re-reads rows 1 and 4 (4 changed).
+        "b5": [drs(20, "INIT", {"id": 1, "name": "a"}), drs(21, "INIT", {"id": 4, "name": "d2"}),
+               drs(22, "INSERT", {"id": 5, "name": "e"})],
     }
     lake = tmp_path / "lake"
     calls: list[list[str]] = []
@@ -58,4 +61,9 @@ def test_a_full_sync_completed_by_a_later_streamed_change_removes_rows_it_did_no
     assert dumps[1] == [(1, "a"), (2, "b"), (3, "c2")]
     assert dumps[2] == [(1, "a"), (2, "b"), (3, "c3")]
     assert dumps[3] == [(1, "a"), (3, "c3"), (4, "d")]
-    assert applied[3]["tables"][TABLE]["rows"] == 3
+    assert dumps[4] == [(1, "a"), (4, "d2"), (5, "e")]
+    counted = ("inserted", "updated", "deleted", "truncated", "rows")
+    # Row 2 is the one the full sync did not see; rows 1 and 3 were already replaced by batches 2 and 3.
+    assert [applied[3]["tables"][TABLE][c] for c in counted] == [1, 0, 0, 1, 3]
+    # The rows the full sync read again are replaced (updated), not counted as removed and inserted.
+    assert [applied[4]["tables"][TABLE][c] for c in counted] == [1, 2, 0, 1, 3]
