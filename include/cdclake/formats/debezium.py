@@ -220,6 +220,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
 
     # Avro's JSON encoding wraps each optional value in its union branch (`"table": {"string": "customers"}`).
     avro_union = F.ltrim(b["source"]["connector"]).startswith("{") | F.ltrim(b["source"]["table"]).startswith("{")
+    image = F.coalesce(cols["after_text"], cols["before_text"], cols["key_text"])
     return [
         # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
         # JSON at all (a string converter's key) still do.
@@ -239,12 +240,20 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
             F.lit("): the event is in Avro's JSON encoding, not the JSON converter's; publish it with Kafka "
                   "Connect's JsonConverter (or decode the Avro first)")), "quarantine"),
         # Before Debezium 0.8 its MongoDB source had no connector name: replica set `rs` and namespace `ns`.
-        (b["source"]["collection"].isNotNull() | F.lower(b["source"]["connector"]).contains("mongo")
+        (F.lower(b["source"]["connector"]).contains("mongo")
+         | (b["source"]["collection"].isNotNull() & b["source"]["connector"].isNull())
          | (b["source"]["rs"].isNotNull() & b["source"]["ns"].isNotNull()),
          F.lit("a Debezium MongoDB connector event (its source has a collection, or rs and ns): not supported; "
                "cdclake reads MongoDB changes in Huawei DRS's format (--format drs)"), "quarantine"),
-        (cols["table_id"].isNull(), F.concat(F.lit("missing field "), field("source.table")), "quarantine"),
+        (b["source"]["collection"].isNotNull(),
+         F.concat(F.lit("a Debezium event of a collection, not a table (connector "), b["source"]["connector"],
+                  F.lit("): not supported; cdclake reads the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle "
+                        "and TiCDC connectors' change events")), "quarantine"),
+        # (Without a position either, the event is not from a connector cdclake orders: that reason names it.)
+        (cols["table_id"].isNull() & cols["source_pos"].isNotNull(),
+         F.concat(F.lit("missing field "), field("source.table")), "quarantine"),
         (cols["source_pos"].isNull(), _no_position_reason(b["source"]), "quarantine"),
+        (image.contains('"set"') & image.rlike(_YB_CELL), F.lit(YB_CELLS_REASON), "quarantine"),
         (op.isin("c", "u", "r") & cols["after_text"].isNull(),
          F.concat(F.lit("op="), op, F.lit(" without an after image (payload.after is null)")), "quarantine"),
         (op.isin("c", "u", "r") & ~F.trim(cols["after_text"]).startswith("{"),
@@ -252,6 +261,15 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         ((op == "d") & cols["before_text"].isNull() & cols["key_text"].isNull(),
          F.lit("op=d without a before image or a message key: no key to delete"), "quarantine"),
     ]
+
+
+_YB_CELL = (r'\{\s*"value"\s*:\s*(?:null|true|false|-?[0-9.eE+-]+|"(?:[^"\\]|\\.)*")'
+            r'\s*,\s*"set"\s*:\s*(?:true|false)\s*\}')
+"""A column of YugabyteDB's ``yboutput`` plugin: ``{"value": ..., "set": true}`` (an unchanged column is null)."""
+
+YB_CELLS_REASON = ("row image columns are YugabyteDB yboutput cells ({\"value\": ..., \"set\": ...}), which "
+                   "cdclake does not read: publish the events through YugabyteDB's PGCompatible transform (plain "
+                   "column values) and replica identity FULL or DEFAULT")
 
 
 def _no_position_reason(src: Column) -> Column:

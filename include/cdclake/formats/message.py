@@ -244,7 +244,8 @@ def _unexpected_type_reason() -> Column:
     """The reason for a message whose parse failed on a field's JSON type: names the first field of
     :data:`_STRUCTURED` that holds another type, and its value (a string field keeps any JSON value's text)."""
     kinds = {"{": "an object", "[": "an array"}
-    top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p], "xid")))
+    top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p], "xid",
+                                                          "specversion")))
     payload = F.from_json(top["payload"], StructType(_strings("source", "position")))
     reason: Column = F.lit("message value is JSON but a field has an unexpected type (payload, source and position "
                            "must be objects, data and old arrays of row objects)")
@@ -262,11 +263,17 @@ def _unexpected_type_reason() -> Column:
         reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), why).otherwise(reason)
     # Maxwell's rows look like canal's, with `data` one object and a transaction id `xid`.
     maxwell = F.ltrim(top["data"]).startswith("{") & top["xid"].isNotNull()
-    return F.when(maxwell, F.lit(MAXWELL_REASON)).otherwise(reason)
+    # Debezium's CloudEventsConverter: `source` is a URI, the change in `data`, its source fields `iodebezium*`.
+    cloud_event = top["specversion"].isNotNull() & ~F.ltrim(top["source"]).startswith("{")
+    return (F.when(maxwell, F.lit(MAXWELL_REASON)).when(cloud_event, F.lit(CLOUD_EVENT_REASON))
+            .otherwise(reason))
 
 
 MAXWELL_REASON = ("unrecognized message: a Maxwell message (data is one row object, with xid), a format cdclake does "
                   "not read")
+CLOUD_EVENT_REASON = ("unrecognized message: a CloudEvents envelope (specversion, source a URI), as Debezium's "
+                      "CloudEventsConverter writes it, which cdclake does not read: publish the change events with "
+                      "Kafka Connect's JsonConverter")
 
 
 def _null_of(column: str) -> Column:
