@@ -161,6 +161,47 @@ def test_decimal_without_precision_parameter_is_decimal_38(spark):
     assert values == [Decimal("-98.765")]
 
 
+def test_decimal_without_precision_and_a_large_scale_is_exact_text(spark):
+    """Connect's own Decimal declares only its scale (debezium-server-ducklake's ``Decimal.schema(38)``):
+    decimal(38,38) would refuse 1.5, so past 18 fraction digits the value is its exact text."""
+    data_type, values = convert(spark, decimal_spec(38), [b64(java_bytes(15 * 10**37)), b64(java_bytes(-1))])
+
+    assert data_type == StringType()
+    assert [Decimal(v) for v in values] == [Decimal("1.5"), exact(-1, 38)]
+    assert convert(spark, decimal_spec(18), [b64(java_bytes(1))])[0] == DecimalType(38, 18)
+
+
+@pytest.mark.parametrize("prefix", ["com.ververica.cdc.connectors.shaded.", "org.apache.flink.cdc.connectors.shaded."])
+def test_logical_types_under_flink_cdcs_shaded_names_are_decoded(spark, prefix):
+    """Flink CDC relocates Kafka Connect into its own package, and its events name the logical types so
+    (LakeSoul's JsonRecordForLakeSoulTest): they decode as the unshaded ones, not as their bytes and numbers."""
+    spec = dict(decimal_spec(2, 10), name=prefix + DECIMAL)
+    assert convert(spark, spec, [b64(java_bytes(12345))]) == (DecimalType(10, 2), [Decimal("123.45")])
+    stamp = {"type": "int64", "name": prefix + "org.apache.kafka.connect.data.Timestamp", "field": "at"}
+    assert convert(spark, stamp, ["1570386469123"]) == (
+        TimestampNTZType(), [EPOCH + dt.timedelta(milliseconds=1570386469123)])
+
+
+def test_arrays_of_logical_types_keep_json_text_of_decoded_elements(spark):
+    """PostgreSQL arrays of numeric, date and timestamp (debezium-server-bigquery's various-array-data-types):
+    the column is the array's JSON text, with each element decoded by the items' schema, not Connect's bytes
+    and epoch numbers."""
+    def array_of(items: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "array", "optional": True, "items": items, "field": "arr"}
+
+    decimals = array_of({k: v for k, v in decimal_spec(2).items() if k != "field"})
+    texts = [json.dumps([b64(java_bytes(12345)), b64(java_bytes(-1)), None]), "[]", None]
+    assert convert(spark, decimals, texts) == (StringType(), ["[123.45,-0.01,null]", "[]", None])
+    dates = array_of({"type": "int32", "name": "io.debezium.time.Date"})
+    assert convert(spark, dates, ["[20118,-1]"])[1] == ['["2025-01-30","1969-12-31"]']
+    # An element that does not decode: the whole value is a failed cast (null here), never a null inside it.
+    assert convert(spark, dates, ['[20118,"x"]', '{"a":1}'])[1] == [None, None]
+    stamps = array_of({"type": "int64", "name": "io.debezium.time.MicroTimestamp"})
+    assert convert(spark, stamps, ["[1738224000123456]"])[1] == ['["2025-01-30T08:00:00.123456"]']
+    # Arrays of plain values are kept as sent.
+    assert convert(spark, array_of({"type": "int32"}), ["[1, 2]"])[1] == ["[1, 2]"]
+
+
 # --- io.debezium.time.* ------------------------------------------------------------------------------------------
 
 def test_debezium_date_days_since_epoch(spark):

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     BooleanType,
     ByteType,
@@ -318,15 +319,19 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
     ctype = str(inner.get("type", "")).lower()
     optional = _bool(inner.get("optional"), default=True)
     params = inner.get("parameters") or {}
+    logical = unshaded(logical)
     if logical == "org.apache.kafka.connect.data.Decimal":
         scale = int(params.get("scale", 0))
-        precision = int(params.get("connect.decimal.precision", 38))
+        declared = params.get("connect.decimal.precision")
+        precision = int(declared) if declared is not None else 38
         encoding = f"{logical}({scale})"
         if scale < 0 and precision - scale <= 38:  # Oracle NUMBER(P,S<0): whole numbers, unscaled * 10^-S
             return ColumnType(name, DecimalType(max(precision - scale, 1), 0),
                               lambda c, s=scale, p=precision - scale: decimal_from_base64(c, scale=s, precision=p),
                               optional, encoding)
-        if not 0 <= scale <= 38 or precision > 38:
+        # Without a declared precision (Connect's own Decimal has only the scale), decimal(38, scale) while that
+        # leaves 20 integer digits, so every integer fits; past that, the exact text.
+        if not 0 <= scale <= 38 or precision > 38 or (declared is None and scale > 18):
             # No Spark decimal holds these values exactly: Oracle allows scales -84..127, MySQL precisions to 65.
             return ColumnType(name, StringType(), lambda c, s=scale: _decimal_text(c, F.lit(s)), optional, encoding)
         precision = min(max(precision, scale, 1), 38)
@@ -341,11 +346,53 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
     if ctype in _PRIMITIVES:
         data_type, convert = _PRIMITIVES[ctype]
         return ColumnType(name, data_type, convert, optional, "bytes" if ctype == "bytes" else "")
+    if ctype == "array" and isinstance(inner.get("items"), dict) and _decoded_items(inner["items"]) is not None:
+        return ColumnType(name, StringType(), _decoded_items(inner["items"]), optional, "array")
     if ctype in ("struct", "array", "map"):
         # Nested values are kept as their JSON text.
         return ColumnType(name, StringType(), lambda c: c, optional)
     raise SchemaError(f"column {name!r}: unsupported Kafka Connect type {inner.get('type')!r}"
                       + (f" ({logical})" if logical else ""))
+
+
+_CONNECT_NAMESPACES = ("org.apache.kafka.connect.data.", "io.debezium.")
+
+
+def unshaded(logical: Any) -> Any:
+    """A Connect logical type's name without a relocation prefix: Flink CDC shades Kafka Connect into its own
+    package (``com.ververica.cdc.connectors.shaded.org.apache.kafka.connect.data.Decimal``, in 3.x
+    ``org.apache.flink.cdc.connectors.shaded.``), and its events carry the shaded names."""
+    if not isinstance(logical, str):
+        return logical
+    for namespace in _CONNECT_NAMESPACES:
+        at = logical.find("." + namespace)
+        if at >= 0:
+            return logical[at + 1:]
+    return logical
+
+
+_JSON_TIME_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+                      "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+"""Timestamps written into JSON text to the microsecond (Spark's default stops at the millisecond)."""
+
+
+def _decoded_items(items: dict[str, Any]) -> Converter | None:
+    """For an array of a logical type (PostgreSQL ``numeric[]``, ``date[]``, ``timestamp[]``): its JSON text with
+    each element decoded (``[123.45, -0.01]``, ``["2025-01-30"]``), else None (the array's text is kept as sent)."""
+    if unshaded(items.get("name")) is None or str(items.get("type", "")).lower() in ("struct", "array", "map"):
+        return None
+    element = column_type({**items, "field": "element"})
+    if element.encoding in ("", "bytes"):
+        return None
+    def convert(text: Column, decode: Converter = element.convert) -> Column:
+        sent = F.from_json(text, ArrayType(StringType()))
+        # (One parameter: transform passes the index too to a function that takes more.)
+        decoded = F.transform(sent, lambda e: decode(e))
+        # An element that does not decode makes the whole value a failed cast (quarantined), not a null inside it.
+        whole = F.size(F.filter(sent, lambda e: e.isNotNull())) == F.size(F.filter(decoded, lambda e: e.isNotNull()))
+        return F.when(whole, F.to_json(decoded, _JSON_TIME_OPTIONS))
+
+    return convert
 
 
 def struct_columns(schema: dict[str, Any]) -> list[ColumnType]:
