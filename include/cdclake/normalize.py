@@ -62,6 +62,7 @@ from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl import DEFAULT_NOW
 from cdclake.ddl_history import History
 from cdclake.schema_changes import (
+    SKIP_ALTER,
     SKIP_CREATE,
     SKIP_CREATE_NO_COLUMNS,
     ColumnDefault,
@@ -1052,13 +1053,22 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             rejected.append(_restore_raw_text(raw, (
                 parsed.where(is_unreadable).dropDuplicates(["input", "index"]).withColumn("reason", unreadable))))
             parsed = parsed.where(~is_unreadable)
+        counts = {
+            (r["status"], r["reason"], r["table_id"]): r["count"]
+            for r in parsed.groupBy("status", "reason", "table_id").count().collect()
+        }
+        # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the table's
+        # rows, and so are the ALTER TABLEs learned beside them, so a replay after the fix (e.g. a declared key)
+        # makes the table as the stream describes it (an added column's DEFAULT fills the rows before it).
+        holding = {tid for (status, reason, tid), n in counts.items()
+                   if tid in problems and n and (status == "ok" or reason == SKIP_CREATE)}
+        held_ddl_of = {(SKIP_CREATE, tid) for tid in problems} | {(SKIP_ALTER, tid) for tid in holding}
         if problems:
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
-            # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the
-            # table's rows, so a replay after the fix (e.g. a declared key) creates the table.
-            held_ddl = (F.col("status") == "skip") & (F.col("reason") == SKIP_CREATE)
+            held_ddl = (F.col("status") == "skip") & ((F.col("reason") == SKIP_CREATE) | (
+                (F.col("reason") == SKIP_ALTER) & F.col("table_id").isin(*holding)))
             rejected.append(_restore_raw_text(  # one row per message, not per row of a multi-row message
                 raw, parsed.where(((F.col("status") == "ok") | held_ddl) & F.col("table_id").isin(*problems))
                 .dropDuplicates(["input", "index"]).withColumn("reason", reason)))
@@ -1072,14 +1082,10 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             for tid, typing in typings.items():
                 staged[tid] = _stage_table(parsed, raw, typing, tid, out / tid, rejected,
                                            batch_id=batch_id, source=source, fmt=fmt)
-        counts = {
-            (r["status"], r["reason"], r["table_id"]): r["count"]
-            for r in parsed.groupBy("status", "reason", "table_id").count().collect()
-        }
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
         for (status, reason, tid), n in counts.items():
-            if status == "skip" and not (reason == SKIP_CREATE and tid in problems):
+            if status == "skip" and (reason, tid) not in held_ddl_of:
                 skipped[reason] += n
             elif status == "ok" and tid in idle:
                 skipped[idle[tid]] += n
