@@ -346,8 +346,9 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
     if ctype in _PRIMITIVES:
         data_type, convert = _PRIMITIVES[ctype]
         return ColumnType(name, data_type, convert, optional, "bytes" if ctype == "bytes" else "")
-    if ctype == "array" and isinstance(inner.get("items"), dict) and _decoded_items(inner["items"]) is not None:
-        return ColumnType(name, StringType(), _decoded_items(inner["items"]), optional, "array")
+    decoded = _decoded_items(inner["items"]) if ctype == "array" and isinstance(inner.get("items"), dict) else None
+    if decoded is not None:
+        return ColumnType(name, StringType(), decoded, optional, "array")
     if ctype in ("struct", "array", "map"):
         # Nested values are kept as their JSON text.
         return ColumnType(name, StringType(), lambda c: c, optional)
@@ -384,6 +385,7 @@ def _decoded_items(items: dict[str, Any]) -> Converter | None:
     element = column_type({**items, "field": "element"})
     if element.encoding in ("", "bytes"):
         return None
+
     def convert(text: Column, decode: Converter = element.convert) -> Column:
         sent = F.from_json(text, ArrayType(StringType()))
         # (One parameter: transform passes the index too to a function that takes more.)
