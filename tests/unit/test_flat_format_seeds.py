@@ -844,6 +844,37 @@ def test_a_create_table_without_a_key_is_quarantined_and_a_replay_with_the_key_c
     assert list(quarantined(spark, source)) == []
 
 
+def test_canal_values_sent_as_json_numbers_keep_their_exact_text(spark, session_lake, source):
+    # openetl-go's canal-json test writes `"data":[{"id":42,...}]`: numbers, not canal's strings. A fractional
+    # number was read through a double: decimal(20,2) 12345678901234567.89 became ...568.00, a varchar 1.10 became
+    # "1.1" (and a later "1.10" string of the same key another row). Numbers inside strings stay as sent.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    types = {"id": "bigint", "d": "decimal(20,2)", "k": "varchar(20)", "note": "varchar(80)", "f": "double"}
+
+    def message(n: int, kind: str, row: str) -> str:
+        return (f'{{"data":[{row}],"database":"edge","table":"{table}","isDdl":false,"sql":"","pkNames":["k"],'
+                f'"mysqlType":{json.dumps(types)},"old":null,"es":{1700000000000 + n},"id":{n},"type":"{kind}"}}')
+
+    note = r'ratio: 1.50, \"q\": 2.5e3'
+    batches = [[message(1, "INSERT", f'{{"id":1,"d":12345678901234567.89,"k":1.10,"note":"{note}","f":-2.5E-3}}'),
+                message(2, "INSERT", '{"id":2,"d":-0.10,"k":"x","note":null,"f":1e2}')],
+               [message(3, "UPDATE", '{"id":3,"d":0.5,"k":"1.10","note":"","f":1}')]]
+    dumps = []
+    for i, lines in enumerate(batches):
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{i}.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))])
+        assert normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal").quarantined == 0
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+        dumps.append([(r["k"], r["id"], r["d"], r["note"], r["f"]) for r in dump_rows(session_lake, f"edge.{table}")])
+    assert dumps == [  # (decimals are dumped as their text)
+        [("1.10", 1, "12345678901234567.89", r'ratio: 1.50, "q": 2.5e3', -0.0025), ("x", 2, "-0.10", None, 100.0)],
+        [("1.10", 3, "0.50", "", 1.0), ("x", 2, "-0.10", None, 100.0)],
+    ]
+
+
 def test_a_keyless_tables_alter_is_held_with_it_so_the_replay_fills_the_added_columns_default(
         spark, session_lake, source):
     # hudi-debezium-schema-adapter's TestSchemaChange: `create table test (id int(11), name varchar(50))`, no key.

@@ -149,6 +149,24 @@ def _plan(accepted: tuple[Shape, ...], known: tuple[Shape, ...], fmt: str) -> Co
     return cached_plan(("parse", *key), lambda: _build_plan(accepted, known, fmt))
 
 
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+_JSON_FRACTION = r"-?\d+(?:\.\d+(?:[eE][+-]?\d+)?|[eE][+-]?\d+)"
+
+
+def _exact_numbers(value: Column) -> Column:
+    """A canal-family message's text with its fractional JSON numbers (``"amount": 12345678901234567.89``, as some
+    producers write canal values instead of strings) quoted, so each is read as the text it was sent as: Spark
+    keeps a number's text for a string field only through a double, which rounds it (``12345678901234568.0``,
+    ``1.10`` -> ``1.1``). The strings are matched whole, so a number inside one is left alone; other messages (and
+    canal rows without ``mysqlType``, whose types are inferred from the JSON values) are unchanged."""
+    candidate = value.contains('"mysqlType"') & value.rlike(r"[:\[,]\s*-?\d+[.eE]")
+    # Every string gets \x01\x02 after it, every fractional number \x01 before and \x02 after (JSON text holds
+    # no raw control characters); then the empty pairs go and the others become quotes.
+    marked = F.regexp_replace(value, f"({_JSON_STRING})|({_JSON_FRACTION})", "$1\x01$2\x02")
+    quoted = F.regexp_replace(F.regexp_replace(marked, "\x01\x02", ""), "\x01([^\x02]*)\x02", '"$1"')
+    return F.when(candidate, quoted).otherwise(value)
+
+
 def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> ColumnPlan:
     j = F.col("_j")
     detect_order = list(accepted) + [s for s in known if s not in accepted]
@@ -156,7 +174,8 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
     for s in reversed(detect_order):
         shape = F.when(s.detect(j), F.lit(s.name)).otherwise(shape)
     steps: list[tuple[str, Sequence[Column]]] = [
-        ("add", [F.from_json(F.col("value"), MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA).alias("_j")]),
+        ("add", [F.from_json(_exact_numbers(F.col("value")), MESSAGE_SCHEMA, FROM_JSON_OPTIONS)
+                 .cast(RESOLVED_SCHEMA).alias("_j")]),
         ("add", [shape.alias("_shape")]),
     ]
     prepared: dict[str, dict[str, Column]] = {}
