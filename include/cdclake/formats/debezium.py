@@ -218,9 +218,13 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
     def field(path: str) -> Column:  # a field's name as the message spells it: under payload, or at the top
         return F.when(j["payload"].isNotNull(), F.lit(f"payload.{path}")).otherwise(F.lit(path))
 
-    # Avro's JSON encoding wraps each optional value in its union branch (`"table": {"string": "customers"}`).
-    avro_union = F.ltrim(b["source"]["connector"]).startswith("{") | F.ltrim(b["source"]["table"]).startswith("{")
+    # Avro's JSON encoding wraps each optional value in its union branch (`"lsn": {"long": 25178840}`), and a row
+    # image in its record's (`"after": {"dbserver1.inventory.customers.Value": {...}}`).
     image = F.coalesce(cols["after_text"], cols["before_text"], cols["key_text"])
+    avro_union = F.lit(False)
+    for name in ("connector", "table", "lsn", "snapshot", "txId"):
+        avro_union = avro_union | F.ltrim(b["source"][name]).startswith("{")
+    avro_union = avro_union | (image.startswith('{"') & image.rlike(r'^\{\s*"[\w.-]+\.Value"\s*:\s*\{'))
     return [
         # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
         # JSON at all (a string converter's key) still do.
@@ -236,7 +240,8 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
          F.concat(F.lit("unknown op '"), b["op"], F.lit("' (expected c, u, d, r, t or m)")), "quarantine"),
         (b["source"].isNull(), F.concat(F.lit("missing field "), field("source")), "quarantine"),
         (avro_union, F.concat(
-            F.lit("source fields are Avro union objects (connector "), F.substring(b["source"]["connector"], 1, 60),
+            F.lit("source fields or row images are Avro union objects (connector "),
+            F.substring(b["source"]["connector"], 1, 60),
             F.lit("): the event is in Avro's JSON encoding, not the JSON converter's; publish it with Kafka "
                   "Connect's JsonConverter (or decode the Avro first)")), "quarantine"),
         # Before Debezium 0.8 its MongoDB source had no connector name: replica set `rs` and namespace `ns`.

@@ -284,12 +284,16 @@ def _unexpected_type_reason() -> Column:
     maxwell = F.ltrim(top["data"]).startswith("{") & top["xid"].isNotNull()
     # Debezium's CloudEventsConverter: `source` is a URI, the change in `data`, its source fields `iodebezium*`.
     cloud_event = top["specversion"].isNotNull() & ~F.ltrim(top["source"]).startswith("{")
+    # (A string field keeps a JSON string's content: whether `payload` was one shows in the text.)
+    string_payload = F.regexp_extract(F.col("value"), r'"payload"\s*:\s*(.)', 1) == '"'
     return (F.when(maxwell, F.lit(MAXWELL_REASON)).when(cloud_event, F.lit(CLOUD_EVENT_REASON))
-            .otherwise(reason))
+            .when(string_payload, F.lit(STRING_PAYLOAD_REASON)).otherwise(reason))
 
 
 MAXWELL_REASON = ("unrecognized message: a Maxwell message (data is one row object, with xid), a format cdclake does "
                   "not read")
+STRING_PAYLOAD_REASON = ("message value is JSON but field payload is a JSON string, not an object: not a change "
+                         "event (Debezium's Outbox Event Router writes its events so); cdclake reads change events")
 CLOUD_EVENT_REASON = ("unrecognized message: a CloudEvents envelope (specversion, source a URI), as Debezium's "
                       "CloudEventsConverter writes it, which cdclake does not read: publish the change events with "
                       "Kafka Connect's JsonConverter")
