@@ -153,18 +153,29 @@ _JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 _JSON_FRACTION = r"-?\d+(?:\.\d+(?:[eE][+-]?\d+)?|[eE][+-]?\d+)"
 
 
-def _exact_numbers(value: Column) -> Column:
-    """A canal-family message's text with its fractional JSON numbers (``"amount": 12345678901234567.89``, as some
-    producers write canal values instead of strings) quoted, so each is read as the text it was sent as: Spark
+def _exact_numbers(parsed: Column, value: Column) -> Column:
+    """A message's parse (``parsed``, ``from_json`` of ``value``), parsed again with its fractional JSON numbers
+    quoted when it is a canal-family message (``mysqlType``) whose rows hold any (``"amount": 12345678901234567.89``,
+    as some producers write canal values instead of strings), so each is read as the text it was sent as: Spark
     keeps a number's text for a string field only through a double, which rounds it (``12345678901234568.0``,
-    ``1.10`` -> ``1.1``). The strings are matched whole, so a number inside one is left alone; other messages (and
-    canal rows without ``mysqlType``, whose types are inferred from the JSON values) are unchanged."""
-    candidate = value.contains('"mysqlType"') & value.rlike(r"[:\[,]\s*-?\d+[.eE]")
+    ``1.10`` -> ``1.1``). The quoting matches strings whole, so a number inside one is left alone.
+
+    Which messages need it is read from the rows' texts in the first parse: Spark writes a row object out again
+    compactly, each fractional number as a double's text (with a ``.`` or ``E``) right after ``:``, ``[`` or ``,``.
+    A string can look so too; such a message is only parsed again for nothing. Testing these short texts instead
+    of every canal message's raw text keeps the check's cost off the usual canal stream, whose values are strings.
+    """
+    rows = F.concat_ws("\n", parsed["data"], parsed["old"])
+    candidate = parsed["mysqlType"].isNotNull() & rows.rlike(r"[:\[,]-?[0-9]+[.E]")
     # Every string gets \x01\x02 after it, every fractional number \x01 before and \x02 after (JSON text holds
     # no raw control characters); then the empty pairs go and the others become quotes.
     marked = F.regexp_replace(value, f"({_JSON_STRING})|({_JSON_FRACTION})", "$1\x01$2\x02")
     quoted = F.regexp_replace(F.regexp_replace(marked, "\x01\x02", ""), "\x01([^\x02]*)\x02", '"$1"')
-    return F.when(candidate, quoted).otherwise(value)
+    return F.when(candidate, _parse_message(quoted)).otherwise(parsed)
+
+
+def _parse_message(value: Column) -> Column:
+    return F.from_json(value, MESSAGE_SCHEMA, FROM_JSON_OPTIONS).cast(RESOLVED_SCHEMA)
 
 
 def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> ColumnPlan:
@@ -174,8 +185,8 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
     for s in reversed(detect_order):
         shape = F.when(s.detect(j), F.lit(s.name)).otherwise(shape)
     steps: list[tuple[str, Sequence[Column]]] = [
-        ("add", [F.from_json(_exact_numbers(F.col("value")), MESSAGE_SCHEMA, FROM_JSON_OPTIONS)
-                 .cast(RESOLVED_SCHEMA).alias("_j")]),
+        ("add", [_parse_message(F.col("value")).alias("_j0")]),
+        ("add", [_exact_numbers(F.col("_j0"), F.col("value")).alias("_j")]),
         ("add", [shape.alias("_shape")]),
     ]
     prepared: dict[str, dict[str, Column]] = {}
