@@ -171,6 +171,32 @@ def test_decimal_without_precision_and_a_large_scale_is_exact_text(spark):
     assert convert(spark, decimal_spec(18), [b64(java_bytes(1))])[0] == DecimalType(38, 18)
 
 
+def test_decimal_sent_as_a_json_number_is_read_as_that_number(spark):
+    """Kafka's JSON converter with ``decimal.format=NUMERIC`` (KIP-481: ``{"foo": 10.2345}``) keeps the Decimal's
+    schema but writes the value as a number; it was decoded as if it were base64 (12345.123456789 became
+    -191588395286535.707116557). A number is exact or a failed cast (null), as other number texts are. A text of
+    digits only whose length is a multiple of 4 is base64, the converter's default (here 4660.25's bytes)."""
+    texts = ["123.45", "-5.1", "10", "1.2E+3", "0.001", b64(java_bytes(466025)), "12.5", "1234"]
+    data_type, values = convert(spark, decimal_spec(2, 10), texts)
+
+    assert data_type == DecimalType(10, 2)
+    assert values == [Decimal("123.45"), Decimal("-5.10"), Decimal("10.00"), Decimal("1200.00"), None,
+                      exact(466025, 2), Decimal("12.50"), exact(int.from_bytes(base64.b64decode("1234"), "big",
+                                                                                       signed=True), 2)]
+    wide_type, wide = convert(spark, decimal_spec(2, 65), ["-12345678901234567890123456789012345678901.5"])
+    assert (wide_type, wide) == (StringType(), ["-12345678901234567890123456789012345678901.5"])
+
+
+def test_a_value_that_is_not_base64_is_a_failed_cast_not_an_error(spark):
+    """Spark's ``unbase64`` throws on some texts ("Last unit does not have enough valid bits"), which stopped the
+    whole batch; such a value is now null (a failed cast: its change is quarantined with the column)."""
+    spec = {"type": "bytes", "optional": True, "field": "b"}
+    assert convert(spark, spec, ["1", "AQID", "a-_b"]) == (BinaryType(), [None, bytes([1, 2, 3]), None])
+    bits = {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits", "parameters": {"length": "8"},
+            "field": "b"}
+    assert convert(spark, bits, ["A", "AQ=="])[1] == [None, 1]
+
+
 @pytest.mark.parametrize("prefix", ["com.ververica.cdc.connectors.shaded.", "org.apache.flink.cdc.connectors.shaded."])
 def test_logical_types_under_flink_cdcs_shaded_names_are_decoded(spark, prefix):
     """Flink CDC relocates Kafka Connect into its own package, and its events name the logical types so
@@ -735,6 +761,35 @@ def test_variable_scale_decimals_go_into_the_decimal_column_a_create_table_made(
     arrived = json.dumps({"scale": 11, "value": b64(java_bytes(12345678901))}, separators=(",", ":"))
     assert reason == ("value does not convert to the column type: after column n (decimal(38,10)): "
                       f"[{json.dumps(arrived)}]")
+
+
+def test_payload_only_variable_scale_decimals_go_into_a_declared_decimal_column(spark, session_lake):
+    """Events without their schema carry a NUMBER/numeric as the VariableScaleDecimal object itself
+    (``{"scale": 2, "value": "BNI="}``). Into a decimal column that a CREATE TABLE in the same batch declared, or
+    that the lake table has, it goes in as its digits; it was quarantined as a value that does not convert."""
+    table = f"ddl_numeric_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+
+    def event(i: int, scale: int, unscaled: int) -> str:
+        return json.dumps({"payload": {"before": None, "op": "c", "ts_ms": 1700000000000, "after": {
+            "id": i, "n": {"scale": scale, "value": b64(java_bytes(unscaled))}}, "source": {
+            "connector": "postgresql", "name": "srv", "ts_ms": 1700000000000, "snapshot": "false", "db": "shop",
+            "schema": "typed", "table": table, "lsn": 100 + i}}}) + "\n"
+
+    create = json.dumps({"payload": {
+        "source": {"connector": "postgresql", "name": "srv", "ts_ms": 1700000000000, "snapshot": "false",
+                   "db": "shop", "schema": "typed", "table": table, "lsn": 90},
+        "ts_ms": 1700000000000, "databaseName": "shop", "schemaName": "typed",
+        "ddl": f"CREATE TABLE typed.{table} (id integer PRIMARY KEY, n numeric)"}}) + "\n"
+    first, result = _land_and_normalize(spark, session_lake, source, create + event(1, 2, 1234) + event(2, 0, -7))
+    assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=first)
+    second, result = _land_and_normalize(spark, session_lake, source, event(3, 3, 5) + event(4, 11, 12345678901))
+    assert (result.tables, result.quarantined) == ({tid: 1}, 1)  # 0.12345678901 has more than 10 decimals
+    apply_batch(spark, session_lake, source=source, batch_id=second)
+
+    assert [(r["id"], r["n"]) for r in dump_rows(session_lake, tid)] == [
+        (1, "12.3400000000"), (2, "-7.0000000000"), (3, "0.0050000000")]
 
 
 def test_variable_scale_decimals_go_into_the_floating_point_column_a_create_table_made(spark, session_lake):

@@ -116,17 +116,38 @@ def _unscaled(hex_str: Column) -> Column:
     return F.when(negative, -unsigned - 1).otherwise(unsigned)
 
 
+def _unbase64(text: Column) -> Column:
+    """Base64 text -> bytes; null for a text that is not base64 (a failed cast, quarantined with its column). Spark's
+    ``unbase64`` throws on some such texts (``"1"``: "Last unit does not have enough valid bits"), which would stop
+    the whole batch, and reads others (URL-safe ``-_``) by skipping characters."""
+    return F.try_to_binary(text, F.lit("base64"))
+
+
+def sent_as_number(text: Column) -> Column:
+    """Whether a Connect ``Decimal``'s value was sent as a JSON number (the JSON converter's
+    ``decimal.format=NUMERIC``: ``{"amount": 10.25}``) rather than as base64 bytes. Base64 has no ``.`` or ``-`` and
+    Kafka's is padded to a multiple of 4 characters, so a number is told from base64 unless it is all digits and of
+    such a length (``1234``): that text is read as base64, the converter's default."""
+    from cdclake.formats.sqltypes import is_number  # it builds on this module
+
+    return is_number(text) & (text.rlike(r"[.-]") | (F.length(F.trim(text)) % 4 != 0))
+
+
 def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Column:
     """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
 
     Up to 16 bytes (see :func:`_unscaled`). The value is rebuilt as ``<unscaled>E-<scale>`` text and cast, so no
-    precision is lost to floating point. A negative scale (Oracle ``NUMBER(P,S<0)``) gives a whole number.
+    precision is lost to floating point. A negative scale (Oracle ``NUMBER(P,S<0)``) gives a whole number. A value
+    sent as a number (:func:`sent_as_number`) is converted exactly or not at all.
     """
-    unscaled = _unscaled(F.hex(F.unbase64(text)))
+    from cdclake.formats.sqltypes import decimal_from_text  # it builds on this module
+
+    data_type = DecimalType(min(max(precision, scale, 1), 38), max(scale, 0))
+    unscaled = _unscaled(F.hex(_unbase64(text)))
     as_text = F.concat(unscaled.cast("string"), F.lit(f"E{-scale}"))
-    return F.when(text.isNull() | (text == ""), F.lit(None)).otherwise(as_text).cast(
-        DecimalType(min(max(precision, scale, 1), 38), max(scale, 0))
-    )
+    return (F.when(text.isNull() | (text == ""), F.lit(None).cast(data_type))
+            .when(sent_as_number(text), decimal_from_text(text, data_type.precision, data_type.scale))
+            .otherwise(as_text.cast(data_type)))
 
 
 def variable_scale_decimal(text: Column) -> Column:
@@ -138,6 +159,20 @@ def variable_scale_decimal(text: Column) -> Column:
     """
     parsed = F.from_json(text, "scale INT, value STRING")
     return _decimal_text(parsed["value"], F.coalesce(parsed["scale"], F.lit(0)))
+
+
+def variable_scale_decimal_as(text: Column, data_type: DecimalType) -> Column:
+    """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> ``data_type``, exactly: null (a failed cast)
+    for more decimals than the type's scale or more digits than it holds."""
+    parsed = F.from_json(text, "scale INT, value STRING")
+    scale = F.coalesce(parsed["scale"], F.lit(0))
+    as_text = F.concat(_unscaled(F.hex(_unbase64(parsed["value"]))).cast("string"), F.lit("E"), (-scale).cast("string"))
+    return F.when(scale <= data_type.scale, as_text.cast(data_type))
+
+
+def is_variable_scale_decimal(text: Column) -> Column:
+    """Whether a value is a ``VariableScaleDecimal``'s object (an event without its schema), not a number."""
+    return F.ltrim(text).startswith("{")
 
 
 _LIMB = 1_000_000_000
@@ -173,7 +208,7 @@ def _wide_unscaled_text(hex_str: Column) -> Column:
 def _decimal_text(base64_unscaled: Column, scale: Column) -> Column:
     """Base64 unscaled value and its scale -> the exact decimal text (any scale, also negative or above 38, and
     any number of digits). A positive scale keeps all its digits, as the source shows the value (``1235.00``)."""
-    hex_str = F.hex(F.unbase64(base64_unscaled))
+    hex_str = F.hex(_unbase64(base64_unscaled))
     unscaled_text = F.when(F.length(hex_str) <= 30, _unscaled(hex_str).cast("string")).otherwise(
         _wide_unscaled_text(hex_str))
     sign = F.when(unscaled_text.startswith("-"), F.lit("-")).otherwise(F.lit(""))
@@ -190,11 +225,19 @@ def _decimal_text(base64_unscaled: Column, scale: Column) -> Column:
         .otherwise(negative_scale)
 
 
+def _wide_decimal(text: Column, scale: int) -> Column:
+    """A Connect ``Decimal`` no Spark decimal holds -> its exact text: base64 decoded, a number (as
+    :func:`sent_as_number`) kept as sent."""
+    from cdclake.formats.sqltypes import decimal_text  # it builds on this module
+
+    return F.when(sent_as_number(text), decimal_text(text)).otherwise(_decimal_text(text, F.lit(scale)))
+
+
 def _bits_value(base64_text: Column) -> Column:
     """``io.debezium.data.Bits`` of at most 64 bits (MySQL ``bit(n)``, PostgreSQL ``bit(n)``) -> the bits' value as
     a ``long``, as canal and DRS give it: Debezium sends the bytes little-endian. ``bit(64)`` values with the top
     bit set are negative (the long keeps the same 64 bits); no bytes, or more than 8, is not such a value (null)."""
-    pairs = F.regexp_extract_all(F.hex(F.unbase64(base64_text)), F.lit("(..)"), 1)
+    pairs = F.regexp_extract_all(F.hex(_unbase64(base64_text)), F.lit("(..)"), 1)
     big_endian = F.concat_ws("", F.reverse(pairs))
     return F.when(F.length(big_endian).between(2, 16), F.conv(big_endian, 16, -10)).cast(LongType())
 
@@ -255,7 +298,7 @@ _PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
     "double": (DoubleType(), lambda c: c.cast("double")),
     "boolean": (BooleanType(), lambda c: c.cast("boolean")),
     "string": (StringType(), lambda c: c),
-    "bytes": (BinaryType(), F.unbase64),
+    "bytes": (BinaryType(), _unbase64),
 }
 
 _LOGICAL: dict[str, tuple[DataType, Converter]] = {
@@ -286,7 +329,7 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "io.debezium.data.Xml": (StringType(), lambda c: c),
     "io.debezium.data.Enum": (StringType(), lambda c: c),
     "io.debezium.data.EnumSet": (StringType(), lambda c: c),
-    "io.debezium.data.Bits": (BinaryType(), F.unbase64),  # more than 64 bits (PostgreSQL); else see _bits_value
+    "io.debezium.data.Bits": (BinaryType(), _unbase64),  # more than 64 bits (PostgreSQL); else see _bits_value
     "io.debezium.data.VariableScaleDecimal": (StringType(), variable_scale_decimal),
 }
 
@@ -333,7 +376,7 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
         # leaves 20 integer digits, so every integer fits; past that, the exact text.
         if not 0 <= scale <= 38 or precision > 38 or (declared is None and scale > 18):
             # No Spark decimal holds these values exactly: Oracle allows scales -84..127, MySQL precisions to 65.
-            return ColumnType(name, StringType(), lambda c, s=scale: _decimal_text(c, F.lit(s)), optional, encoding)
+            return ColumnType(name, StringType(), lambda c, s=scale: _wide_decimal(c, s), optional, encoding)
         precision = min(max(precision, scale, 1), 38)
         return ColumnType(name, DecimalType(precision, scale),
                           lambda c, s=scale, p=precision: decimal_from_base64(c, scale=s, precision=p), optional,
@@ -430,10 +473,12 @@ def cast_converter(data_type: DataType) -> Converter:
     from cdclake.formats.sqltypes import decimal_from_text, integer_from_text, is_number  # they build on this module
 
     if isinstance(data_type, DecimalType):
-        return lambda c, t=data_type: F.when(is_number(c), decimal_from_text(c, t.precision, t.scale)).otherwise(
+        # A VariableScaleDecimal ({"scale": 2, "value": "BNI="}: Oracle NUMBER, PostgreSQL numeric) by its digits.
+        return lambda c, t=data_type: F.when(is_variable_scale_decimal(c), variable_scale_decimal_as(c, t)).when(
+            is_number(c), decimal_from_text(c, t.precision, t.scale)).otherwise(
             decimal_from_base64(c, scale=t.scale, precision=t.precision))
     if isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
         return lambda c, t=data_type: integer_from_text(c, t)
     if isinstance(data_type, BinaryType):
-        return F.unbase64
+        return _unbase64
     return lambda c, t=data_type: c.cast(t)

@@ -67,7 +67,13 @@ from pyspark.sql.types import (
 
 from cdclake.config import check_time_zone
 from cdclake.exceptions import ConfigError
-from cdclake.formats.connect import ColumnType, Converter
+from cdclake.formats.connect import (
+    ColumnType,
+    Converter,
+    is_variable_scale_decimal,
+    variable_scale_decimal,
+    variable_scale_decimal_as,
+)
 
 Dialect = Literal["mysql", "postgres", "oracle", "tsql"]
 DIALECTS: tuple[str, ...] = ("mysql", "postgres", "oracle", "tsql")
@@ -493,15 +499,21 @@ def _decimal(precision: int | None, scale: int | None) -> Mapped:
     Oracle allows a negative scale (``NUMBER(5,-2)``: integers rounded to hundreds, up to p - s digits) and a
     scale above the precision (``NUMBER(2,5)``: ``0.000nn``); both are widened to a type Spark accepts.
     """
+    # A Debezium VariableScaleDecimal ({"scale": 2, "value": "BNI="}: an event without its schema, its Oracle NUMBER
+    # or PostgreSQL numeric into a column that DDL declared) goes in by its digits.
     if precision is None:
-        return BARE_DECIMAL, lambda c: decimal_from_text(c, BARE_DECIMAL.precision, BARE_DECIMAL.scale)
+        return BARE_DECIMAL, lambda c: F.when(is_variable_scale_decimal(c), variable_scale_decimal_as(
+            c, BARE_DECIMAL)).otherwise(decimal_from_text(c, BARE_DECIMAL.precision, BARE_DECIMAL.scale))
     scale = scale or 0
     if scale < 0:
         precision, scale = precision - scale, 0
     precision = max(precision, scale, 1)
     if precision > MAX_PRECISION:
-        return StringType(), decimal_text
-    return DecimalType(precision, scale), lambda c: decimal_from_text(c, precision, scale)
+        return StringType(), lambda c: F.when(is_variable_scale_decimal(c), variable_scale_decimal(c)).otherwise(
+            decimal_text(c))
+    data_type = DecimalType(precision, scale)
+    return data_type, lambda c: F.when(is_variable_scale_decimal(c), variable_scale_decimal_as(c, data_type)).otherwise(
+        decimal_from_text(c, precision, scale))
 
 
 def _declared_decimal(args: tuple[str, ...]) -> Mapped:
