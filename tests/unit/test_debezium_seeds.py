@@ -53,6 +53,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from cdclake.formats.message import NULL_TEXT_SKIP
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
@@ -436,10 +437,15 @@ def enveloped(value: dict[str, Any], name: str | None = None) -> str:
                        "payload": value})
 
 
-def test_an_empty_schema_object_is_read_as_a_payload_only_event(spark, session_lake, source):
-    # artie-labs/transfer's PostgreSQL test event: `"schema": {}` declares no columns, so the payload is typed as
-    # an event without a schema is (it was quarantined as "no column types").
-    event = {"schema": {}, "payload": {
+@pytest.mark.parametrize("schema", [
+    {},  # artie-labs/transfer's PostgreSQL test event
+    # StreamsForge's CdcEnvelopeTests ("the raw {schema,payload} form Debezium Server emits by default")
+    {"type": "struct", "optional": False, "name": "pgserver1.inventory.customers.Envelope", "fields": []},
+])
+def test_a_schema_that_declares_no_row_is_read_as_a_payload_only_event(spark, session_lake, source, schema):
+    # Such a schema declares no columns, so the payload is typed as an event without a schema is (it was
+    # quarantined as "no column types").
+    event = {"schema": schema, "payload": {
         "before": None, "op": "c", "ts_ms": 1668571313000,
         "after": {"id": 59, "item": "Barings Participation Investors", "price": {"scale": 2, "value": "AKyI"}},
         "source": {"version": "1.9.6.Final", "connector": "postgresql", "name": "dbserver1", "ts_ms": 1668571313000,
@@ -451,6 +457,22 @@ def test_an_empty_schema_object_is_read_as_a_payload_only_event(spark, session_l
     assert (batch.result.tables, batch.result.quarantined) == ({"public.orders": 1}, 0)
     _, (row,) = staged(spark, session_lake, batch, "public.orders")
     assert (row.after.id, row.after.item, row.after.price) == (59, "Barings Participation Investors", "441.68")
+
+
+def test_a_value_that_is_the_text_null_is_a_tombstone(spark, session_lake, source):
+    # pathwaycom/pathway's tests/data/sample_debezium.txt ends its delete with the line `null`: how
+    # kafka-console-consumer prints the tombstone after it. It is skipped as one, not quarantined.
+    def event(op: str, before: Any, after: Any) -> str:
+        return json.dumps({"payload": {"op": op, "before": before, "after": after, "ts_ms": 1, "source": {
+            "connector": "postgresql", "db": "inventory", "schema": "inventory", "table": "customers",
+            "lsn": 100 if op == "c" else 200}}})
+
+    lines = [event("c", None, {"id": 1005, "name": "x"}), event("d", {"id": 1005, "name": "x"}, None), " null "]
+    batch = land_and_normalize(spark, session_lake, source, [("pathway.jsonl", "\n".join(lines) + "\n")],
+                               keys=KeySpec.parse(["inventory.customers=id"]))
+
+    assert batch.result.tables == {"inventory.customers": 2}
+    assert (batch.result.quarantined, batch.result.skipped) == (0, {NULL_TEXT_SKIP: 1})
 
 
 def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are_skipped(spark, session_lake,

@@ -200,10 +200,12 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
         "key_text": key_text,
         "before_text": unquote_json_text(b["before"]),
         "after_text": unquote_json_text(b["after"]),
-        # An empty schema object (`"schema": {}`, as some writers send) declares nothing: typed as payload-only.
-        # The length test first (`AND` stops there): a real schema's ~2 KB text is not scanned by the regex.
-        "row_schema": F.when(j["payload"].isNotNull() & ~F.coalesce(
-            (F.length(j["schema"]) < 16) & j["schema"].rlike(r"^\s*\{\s*\}\s*$"), F.lit(False)), j["schema"]),
+        # A schema that declares no row image (`"schema": {}`, or an Envelope with `"fields": []`, as some writers
+        # send) declares nothing: typed as payload-only. Spark keeps the object's text compact, so the fields are
+        # found as they are written; a schema of 1 KB or more has them (the test stops there, unscanned).
+        "row_schema": F.when(j["payload"].isNotNull() & F.coalesce(
+            (F.length(j["schema"]) >= 1024) | j["schema"].contains('"field":"after"')
+            | j["schema"].contains('"field":"before"'), F.lit(False)), j["schema"]),
         "key_schema": key_schema,
         "ddl": null_string(),
     }
