@@ -79,9 +79,11 @@ _INTERVAL_WORDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
 # ALTER TABLE actions that begin with one of these may change columns or keys; the rest (ENGINE=, ALGORITHM=,
 # CONVERT TO ..) cannot, so an unknown one of them is skipped instead of failing the statement.
 _COLUMN_VERBS = frozenset({"ADD", "DROP", "MODIFY", "CHANGE", "ALTER", "RENAME"})
-# ... unless the verb is followed by one of these: partitions, indexes and non-key constraints.
+# ... unless the verb is followed by one of these: partitions, indexes, non-key constraints, and Oracle's supplemental
+# logging (`ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS`, which Debezium's Oracle connector asks for on every table).
 _NON_COLUMN_OBJECTS = frozenset(
-    {"PARTITION", "PARTITIONING", "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "CONSTRAINT"}
+    {"PARTITION", "PARTITIONING", "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "CONSTRAINT",
+     "SUPPLEMENTAL"}
 )
 _ORACLE_STATES = frozenset({"ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY"})
 

@@ -483,6 +483,17 @@ def test_oracle_alter_table(sql: str, expected: dict) -> None:
     assert _one(sql, "oracle") == DdlEvent("alter_table", "hr", "emp", sql=sql, **expected)
 
 
+@pytest.mark.parametrize("sql", [
+    "ALTER TABLE CDC.T1 ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS",  # as Debezium's Oracle connector asks for it
+    "ALTER TABLE hr.emp DROP SUPPLEMENTAL LOG DATA (PRIMARY KEY) COLUMNS",
+    "ALTER TABLE hr.emp ADD SUPPLEMENTAL LOG GROUP emp_g (id, sal) ALWAYS",
+])
+def test_oracle_supplemental_logging_changes_no_columns(sql: str) -> None:
+    event = _one(sql, "oracle")
+    assert event.kind == "alter_table"
+    assert (event.added, event.dropped, event.modified, event.primary_key) == ((), (), (), ())
+
+
 def test_oracle_rename() -> None:
     assert _one("RENAME emp TO employees", "oracle") == DdlEvent(
         "rename_table", None, "emp", new_table="employees", sql="RENAME emp TO employees"
