@@ -278,7 +278,7 @@ def _unexpected_type_reason() -> Column:
     :data:`_STRUCTURED` that holds another type, and its value (a string field keeps any JSON value's text)."""
     kinds = {"{": "an object", "[": "an array"}
     top = F.from_json(F.col("value"), StructType(_strings(*[p for p, _ in _STRUCTURED if "." not in p], "xid",
-                                                          "specversion")))
+                                                          "type", "specversion")))
     payload = F.from_json(top["payload"], StructType(_strings("source", "position")))
     reason: Column = F.lit("message value is JSON but a field has an unexpected type (payload, source and position "
                            "must be objects, data and old arrays of row objects)")
@@ -294,8 +294,9 @@ def _unexpected_type_reason() -> Column:
             why = F.concat(F.lit(f"message value is JSON but field {path} is not {kinds[opener]}: "),
                            F.substring(text, 1, 80))
         reason = F.when(text.isNotNull() & ~F.ltrim(text).startswith(opener), why).otherwise(reason)
-    # Maxwell's rows look like canal's, with `data` one object and a transaction id `xid`.
-    maxwell = F.ltrim(top["data"]).startswith("{") & top["xid"].isNotNull()
+    # Maxwell's rows look like canal's, with `data` one object and a transaction id `xid` (its bootstrap's rows, a
+    # snapshot, have none: their type says so).
+    maxwell = F.ltrim(top["data"]).startswith("{") & (top["xid"].isNotNull() | top["type"].startswith("bootstrap-"))
     # Debezium's CloudEventsConverter: `source` is a URI, the change in `data`, its source fields `iodebezium*`.
     cloud_event = top["specversion"].isNotNull() & ~F.ltrim(top["source"]).startswith("{")
     # (A string field keeps a JSON string's content: whether `payload` was one shows in the text.)
@@ -304,8 +305,8 @@ def _unexpected_type_reason() -> Column:
             .when(string_payload, F.lit(STRING_PAYLOAD_REASON)).otherwise(reason))
 
 
-MAXWELL_REASON = ("unrecognized message: a Maxwell message (data is one row object, with xid), a format cdclake does "
-                  "not read")
+MAXWELL_REASON = ("unrecognized message: a Maxwell message (data is one row object, with xid or a bootstrap type), a "
+                  "format cdclake does not read")
 STRING_PAYLOAD_REASON = ("message value is JSON but field payload is a JSON string, not an object: not a change "
                          "event (Debezium's Outbox Event Router writes its events so); cdclake reads change events")
 CLOUD_EVENT_REASON = ("unrecognized message: a CloudEvents envelope (specversion, source a URI), as Debezium's "
