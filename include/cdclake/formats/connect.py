@@ -133,20 +133,6 @@ def sent_as_number(text: Column) -> Column:
     return is_number(text) & (text.rlike(r"[.-]") | (F.length(F.trim(text)) % 4 != 0))
 
 
-_DOUBLE_DIGITS = 15
-"""Significant digits a decimal number keeps through a double. Spark's JSON reader gives a fractional JSON number's
-text through a double (``86199804577757.01`` -> ``8.619980457775702E13``), so a number sent for a Decimal with more
-digits than this may have been rounded."""
-
-
-def _number_as_sent(text: Column) -> Column:
-    """A Decimal's number text (:func:`sent_as_number`), or null (a failed cast) where it may have passed a double's
-    rounding: more than :data:`_DOUBLE_DIGITS` significant digits, or a double's ``Infinity``/``NaN``."""
-    digits = F.regexp_replace(F.regexp_extract(F.trim(text), r"^[+-]?([0-9.]*)", 1), r"\.", "")
-    significant = F.length(F.regexp_replace(F.regexp_replace(digits, "^0+", ""), "0+$", ""))
-    return F.when(significant <= _DOUBLE_DIGITS, text)
-
-
 def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Column:
     """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
 
@@ -159,14 +145,9 @@ def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Col
     data_type = DecimalType(min(max(precision, scale, 1), 38), max(scale, 0))
     unscaled = _unscaled(F.hex(_unbase64(text)))
     as_text = F.concat(unscaled.cast("string"), F.lit(f"E{-scale}"))
-    return (F.when(text.isNull() | (text == "") | _is_double_word(text), F.lit(None).cast(data_type))
-            .when(sent_as_number(text), decimal_from_text(_number_as_sent(text), data_type.precision, data_type.scale))
+    return (F.when(text.isNull() | (text == ""), F.lit(None).cast(data_type))
+            .when(sent_as_number(text), decimal_from_text(text, data_type.precision, data_type.scale))
             .otherwise(as_text.cast(data_type)))
-
-
-def _is_double_word(text: Column) -> Column:
-    """Whether a value is how Spark's JSON reader writes a number beyond a double (``Infinity``), not base64."""
-    return text.isin("Infinity", "-Infinity", "NaN")
 
 
 def variable_scale_decimal(text: Column) -> Column:
@@ -182,14 +163,11 @@ def variable_scale_decimal(text: Column) -> Column:
 
 def variable_scale_decimal_as(text: Column, data_type: DecimalType) -> Column:
     """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> ``data_type``, exactly: null (a failed cast)
-    for a non-zero digit beyond the type's scale (``2.3000`` goes into ``decimal(9,2)``) or more digits than it
-    holds."""
+    for more decimals than the type's scale or more digits than it holds."""
     parsed = F.from_json(text, "scale INT, value STRING")
     scale = F.coalesce(parsed["scale"], F.lit(0))
-    unscaled = _unscaled(F.hex(_unbase64(parsed["value"]))).cast("string")
-    trailing_zeros = F.length(unscaled) - F.length(F.regexp_replace(unscaled, "0+$", ""))
-    as_text = F.concat(unscaled, F.lit("E"), (-scale).cast("string"))
-    return F.when((unscaled == "0") | (scale - trailing_zeros <= data_type.scale), as_text.cast(data_type))
+    as_text = F.concat(_unscaled(F.hex(_unbase64(parsed["value"]))).cast("string"), F.lit("E"), (-scale).cast("string"))
+    return F.when(scale <= data_type.scale, as_text.cast(data_type))
 
 
 def is_variable_scale_decimal(text: Column) -> Column:
@@ -252,9 +230,7 @@ def _wide_decimal(text: Column, scale: int) -> Column:
     :func:`sent_as_number`) kept as sent."""
     from cdclake.formats.sqltypes import decimal_text  # it builds on this module
 
-    return (F.when(_is_double_word(text), F.lit(None).cast(StringType()))
-            .when(sent_as_number(text), decimal_text(_number_as_sent(text)))
-            .otherwise(_decimal_text(text, F.lit(scale))))
+    return F.when(sent_as_number(text), decimal_text(text)).otherwise(_decimal_text(text, F.lit(scale)))
 
 
 def _bits_value(base64_text: Column) -> Column:
@@ -505,8 +481,4 @@ def cast_converter(data_type: DataType) -> Converter:
         return lambda c, t=data_type: integer_from_text(c, t)
     if isinstance(data_type, BinaryType):
         return _unbase64
-    if isinstance(data_type, StringType):
-        # A VariableScaleDecimal column (text) of a table that schema'd events made, now written without the schema.
-        return lambda c: F.when(is_variable_scale_decimal(c) & (F.array_sort(F.json_object_keys(c)) == F.array(
-            F.lit("scale"), F.lit("value"))), F.coalesce(variable_scale_decimal(c), c)).otherwise(c)
     return lambda c, t=data_type: c.cast(t)
