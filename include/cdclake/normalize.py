@@ -56,7 +56,15 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
 from cdclake.formats.common import parse_json_schema
-from cdclake.formats.connect import UNAVAILABLE_TEXTS, ColumnType, Converter, cast_converter, variable_scale_decimal
+from cdclake.formats.connect import (
+    CONNECT_DECIMAL,
+    UNAVAILABLE_TEXTS,
+    ColumnType,
+    Converter,
+    cast_converter,
+    mark_json_number,
+    variable_scale_decimal,
+)
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time_zone, source_zone
 from cdclake.identity import MAX_TABLE_ID_LENGTH
 from cdclake.ddl import DEFAULT_NOW
@@ -134,14 +142,34 @@ class _Image:
     """An image's text values (a struct column of strings) by current column name; a renamed column is read
     from its old names too (images written before the rename)."""
 
-    def __init__(self, struct: str, typing: TableTyping) -> None:
+    def __init__(self, struct: str, typing: TableTyping, text: str) -> None:
         self.struct = F.col(struct)
+        self.name = struct
         self.typing = typing
+        self.text = F.col(text)
         self._columns: dict[str, Column] = {}
         self._values: dict[str, Column] = {}
 
     def field(self, name: str) -> Column:
         return self.struct[name]
+
+    def image_text(self, name: str) -> Column:
+        """The JSON text a column's field is read from."""
+        return self.text
+
+    def marked_decimals(self, names: list[str]) -> list[Column]:
+        """Columns of a step before typing that carry the texts of Connect Decimal columns ``names`` as
+        :func:`mark_json_number` marks them; the image reads those columns from then on. A separate step, so that
+        the decoders' many references to a value do not each repeat the check."""
+        marked = []
+        for i, name in enumerate(names):
+            sources = self.typing.sources(name)
+            tokens = F.from_json(self.image_text(name), StructType([StructField(n, DoubleType()) for n in sources]))
+            is_number = F.coalesce(*[tokens[n].isNotNull() for n in sources], F.lit(False))
+            alias = f"_dec{self.name}{i}"
+            marked.append(mark_json_number(self[name], is_number).alias(alias))
+            self._columns[name] = F.col(alias)
+        return marked
 
     def __getitem__(self, name: str) -> Column:
         # Built once per name: each expression node is a round trip to the JVM, and typing reads every column
@@ -172,11 +200,17 @@ class _Before(_Image):
     partial ``old_text``, parsed into ``_br`` too, whose field names are ``_ok``."""
 
     def __init__(self, typing: TableTyping) -> None:
-        super().__init__("_br", typing)
+        super().__init__("_br", typing, "before_text")
 
     def field(self, name: str) -> Column:
-        own = F.col("before_text").isNotNull() | F.array_contains(F.col("_ok"), name)
-        return F.when(own, self.struct[name]).when(F.col("_ok").isNotNull(), F.col("_ar")[name])
+        return F.when(self._own(name), self.struct[name]).when(F.col("_ok").isNotNull(), F.col("_ar")[name])
+
+    def image_text(self, name: str) -> Column:
+        return F.when(self._own(name), F.coalesce("before_text", "old_text")).otherwise(F.col("after_text"))
+
+    @staticmethod
+    def _own(name: str) -> Column:
+        return F.col("before_text").isNotNull() | F.array_contains(F.col("_ok"), name)
 
 
 def staging_dir(settings: LakeSettings, source: str, batch_id: str) -> Path:
@@ -231,7 +265,11 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
         F.when(F.col("before_text").isNull(), F.json_object_keys("old_text")).alias("_ok"),
         F.from_json(F.col("key_text"), text_struct(list(typing.key))).alias("_kr"),
     ]
-    after_raw, before_raw, key_raw = _Image("_ar", typing), _Before(typing), _Image("_kr", typing)
+    after_raw, before_raw, key_raw = _Image("_ar", typing, "after_text"), _Before(typing), _Image("_kr", typing,
+                                                                                                  "key_text")
+    decimals = [c.name for c in typing.columns if c.encoding.startswith(CONNECT_DECIMAL)]
+    marked = [*after_raw.marked_decimals(decimals), *before_raw.marked_decimals(decimals),
+              *key_raw.marked_decimals([k for k in typing.key if k in decimals])]
     has_before = F.col("before_text").isNotNull() | F.col("_ok").isNotNull()
 
     def image(raw: _Image, present: Column) -> Column:
@@ -280,7 +318,8 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
             F.array(*[F.when(p, F.lit(c.name)) for p, c in zip(placeholders, typing.columns)]),
             lambda x: x.isNotNull())).otherwise(no_names)
     batch = F.col(_BATCH)
-    return ColumnPlan.of(("add", texts), ("add", typed), ("add", [checked.alias("_cast_error")]),
+    marking = [("add", marked)] if marked else []
+    return ColumnPlan.of(("add", texts), *marking, ("add", typed), ("add", [checked.alias("_cast_error")]),
                          ("add", [part.alias("_part")]), ("select", [
         F.when(old_key_delete, F.lit("d")).otherwise(F.col("op")).alias("op"),
         F.col("table_id"),

@@ -133,6 +133,42 @@ def sent_as_number(text: Column) -> Column:
     return is_number(text) & (text.rlike(r"[.-]") | (F.length(F.trim(text)) % 4 != 0))
 
 
+CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+_NUMBER_MARK = "E0"
+"""Appended to a Decimal's all-digit text that its message wrote as a JSON number (:func:`mark_json_number`)."""
+
+
+def mark_json_number(text: Column, is_number_token: Column) -> Column:
+    """A Decimal's text as the decoders should read it, given whether its message wrote it as a JSON number.
+
+    Spark's JSON reader gives a field's text without its quotes, so a Decimal ``1234`` written as a number
+    (``decimal.format=NUMERIC``; scale 0 has no point) reads exactly like the base64 ``"1234"``. Where the message
+    says it was a number, such a text gets an exponent (``1234E0``: a number to :func:`sent_as_number`, the same
+    value). ``is_number_token`` is evaluated only for the ambiguous texts (all digits, a multiple of 4 long)."""
+    ambiguous = text.rlike(r"^[0-9]+$") & (F.length(text) % 4 == 0)
+    return F.when(ambiguous & is_number_token, F.concat(text, F.lit(_NUMBER_MARK))).otherwise(text)
+
+
+_DOUBLE_DIGITS = 15
+"""Significant digits a decimal number keeps through a double."""
+
+_ROUNDED_NUMBER = rf"[1-9](?:\.?[0-9]){{{_DOUBLE_DIGITS - 1}}}[0-9.]*[1-9]"
+"""A mantissa with more than :data:`_DOUBLE_DIGITS` significant digits (first to last non-zero digit)."""
+
+
+def _may_be_rounded(text: Column) -> Column:
+    """Whether a Decimal's number text (:func:`sent_as_number`) may have been rounded on its way to us.
+
+    Spark's JSON reader gives a fractional JSON number's text through a double (``86199804577757.01`` ->
+    ``8.619980457775702E13``, always with a point): with more than :data:`_DOUBLE_DIGITS` significant digits it may
+    differ from what was sent. A whole number is kept exactly. A number beyond a double arrives as ``"Infinity"``,
+    quotes included, which is not base64 either: a failed cast. This sits beside the decoders, never inside them:
+    they reference their input many times, and nesting multiplies the expression.
+    """
+    return text.contains(".") & text.rlike(_ROUNDED_NUMBER)
+
+
 def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Column:
     """Decode Connect's ``Decimal``: base64 of the big-endian two's-complement unscaled value, then the scale.
 
@@ -145,7 +181,7 @@ def decimal_from_base64(text: Column, *, scale: int, precision: int = 38) -> Col
     data_type = DecimalType(min(max(precision, scale, 1), 38), max(scale, 0))
     unscaled = _unscaled(F.hex(_unbase64(text)))
     as_text = F.concat(unscaled.cast("string"), F.lit(f"E{-scale}"))
-    return (F.when(text.isNull() | (text == ""), F.lit(None).cast(data_type))
+    return (F.when(text.isNull() | (text == "") | _may_be_rounded(text), F.lit(None).cast(data_type))
             .when(sent_as_number(text), decimal_from_text(text, data_type.precision, data_type.scale))
             .otherwise(as_text.cast(data_type)))
 
@@ -163,11 +199,15 @@ def variable_scale_decimal(text: Column) -> Column:
 
 def variable_scale_decimal_as(text: Column, data_type: DecimalType) -> Column:
     """``io.debezium.data.VariableScaleDecimal`` ({scale, value}) -> ``data_type``, exactly: null (a failed cast)
-    for more decimals than the type's scale or more digits than it holds."""
+    for a non-zero digit beyond the type's scale (``2.3000`` goes into ``decimal(9,2)``, ``2.3001`` does not) or
+    more digits than it holds."""
     parsed = F.from_json(text, "scale INT, value STRING")
     scale = F.coalesce(parsed["scale"], F.lit(0))
-    as_text = F.concat(_unscaled(F.hex(_unbase64(parsed["value"]))).cast("string"), F.lit("E"), (-scale).cast("string"))
-    return F.when(scale <= data_type.scale, as_text.cast(data_type))
+    unscaled = _unscaled(F.hex(_unbase64(parsed["value"]))).cast("string")
+    as_text = F.concat(unscaled, F.lit("E"), (-scale).cast("string"))
+    # Zeros beyond the type's scale are dropped by the cast; "0" has no digits beyond any scale.
+    trailing_zeros = F.when(unscaled == "0", scale).otherwise(F.length(F.regexp_extract(unscaled, "0*$", 0)))
+    return F.when(scale - trailing_zeros <= data_type.scale, as_text.cast(data_type))
 
 
 def is_variable_scale_decimal(text: Column) -> Column:
@@ -230,7 +270,9 @@ def _wide_decimal(text: Column, scale: int) -> Column:
     :func:`sent_as_number`) kept as sent."""
     from cdclake.formats.sqltypes import decimal_text  # it builds on this module
 
-    return F.when(sent_as_number(text), decimal_text(text)).otherwise(_decimal_text(text, F.lit(scale)))
+    return (F.when(_may_be_rounded(text), F.lit(None).cast(StringType()))
+            .when(sent_as_number(text), decimal_text(F.regexp_replace(text, f"{_NUMBER_MARK}$", "")))
+            .otherwise(_decimal_text(text, F.lit(scale))))
 
 
 def _bits_value(base64_text: Column) -> Column:
@@ -363,7 +405,7 @@ def column_type(spec: dict[str, Any]) -> ColumnType:
     optional = _bool(inner.get("optional"), default=True)
     params = inner.get("parameters") or {}
     logical = unshaded(logical)
-    if logical == "org.apache.kafka.connect.data.Decimal":
+    if logical == CONNECT_DECIMAL:
         scale = int(params.get("scale", 0))
         declared = params.get("connect.decimal.precision")
         precision = int(declared) if declared is not None else 38
