@@ -3,7 +3,9 @@
 Rows are rendered JSON-ready: decimals as strings (with the column's scale), dates as ``YYYY-MM-DD``, timestamps
 without zone as ``YYYY-MM-DDTHH:MM:SS.ffffff``, timestamps with zone in UTC with a ``Z`` suffix, binary as base64,
 ``float`` (32-bit) columns as the shortest decimal that is the same float (MySQL FLOAT ``5.17``, not the double
-``5.170000076293945`` Python widens it to).
+``5.170000076293945`` Python widens it to), and floating-point NaN and infinities as the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"`` (as Debezium's JSON writes them; JSON has no such numbers, and a bare ``NaN``
+is not JSON that other tools read).
 """
 
 from __future__ import annotations
@@ -106,6 +108,8 @@ def render(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.time):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, list):
@@ -158,7 +162,7 @@ def dump_rows(settings: LakeSettings, table_id: str, *, all_columns: bool = Fals
     key = [k for k in table.properties.get(KEY_COLUMNS_PROPERTY, "").split(",") if k] or names[:1]
     rows.sort(key=lambda r: tuple(_sort_key(r[k]) for k in key))
     singles = {f.name for f in table.schema().fields if isinstance(f.field_type, FloatType)}
-    return [{n: shortest_float32(r[n]) if n in singles else render(r[n]) for n in names} for r in rows]
+    return [{n: render(shortest_float32(r[n]) if n in singles else r[n]) for n in names} for r in rows]
 
 
 def quarantine_rows(settings: LakeSettings, *, source: str | None = None, batch_id: str | None = None,

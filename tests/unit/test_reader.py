@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pytest
 
-from cdclake.reader import shortest_float32
+from cdclake.reader import render, shortest_float32
 
 
 def as_float32(x: float) -> float:
@@ -33,3 +34,10 @@ def test_float32_null_and_non_finite_values_pass_through():
     assert shortest_float32(float("inf")) == float("inf")
     nan = shortest_float32(float("nan"))
     assert nan != nan
+
+
+def test_non_finite_floats_render_as_the_strings_debezium_writes():
+    """JSON has no NaN or infinity: ``cdclake dump`` printed a bare ``NaN``, which strict JSON readers refuse."""
+    assert [render(v) for v in (float("nan"), float("inf"), float("-inf"), 1.5, [float("nan")])] == [
+        "NaN", "Infinity", "-Infinity", 1.5, ["NaN"]]
+    assert json.loads(json.dumps(render({"x": float("inf")}), allow_nan=False)) == {"x": "Infinity"}
