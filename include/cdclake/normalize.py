@@ -235,8 +235,9 @@ def canonical_records(parsed: DataFrame, typing: TableTyping, *, batch_id: str, 
         fmt: Format name.
 
     Returns:
-        Canonical records, plus ``_key_ok`` (false when a key column has no value) and ``_cast_error`` (null, or
-        which values did not convert to their column's type).
+        Canonical records, plus ``_key_ok`` (false when a key column has no value), ``_key_plain`` (the message
+        key is not a JSON object) and ``_cast_error`` (null, or which values did not convert to their column's
+        type).
     """
     passthrough = tuple(c for c in parsed.columns if c.startswith("_q_"))
     key = plan_key("records", typing, source, fmt, passthrough, source_zone())
@@ -293,6 +294,8 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
         (F.struct(*[by_name[k].convert(before_raw[k]).alias(k) for k in typing.key])
          if typing.key else F.lit(None)).alias("_before_key"),
         ((F.col("op") == "t") | key_ok).alias("_key_ok"),
+        # A key the message has but that names no columns (a string converter's `Struct{id=1}`): the reason says so.
+        (F.col("key_text").isNotNull() & ~F.ltrim(F.col("key_text")).startswith("{")).alias("_key_plain"),
     ]
     failures = [
         F.when(raw.value(c).isNotNull() & typed_image[c.name].isNull(),
@@ -338,6 +341,7 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
         F.when(old_key_delete, no_names).otherwise(unavailable).alias("unavailable"),
         F.col("patch"),
         F.col("_key_ok"),
+        F.col("_key_plain"),
         F.col("_cast_error"),
         *[F.col(c) for c in passthrough],
     ]))
@@ -625,10 +629,20 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             unreadable = (unread or {}).get(tid)
             # A message key with no fields (dtle's for a table without a primary key: `"payload": {}`).
             empty_key = any((v["key_text"] or "").replace(" ", "") == "{}" for v in variants)
+            # A message key that names no columns: Kafka's StringConverter writes a Struct key as `Struct{id=1}`.
+            plain_key = next((v["key_text"] for v in variants
+                              if v["key_text"] and not v["key_text"].lstrip().startswith("{")), None)
+            if empty_key:
+                why = ("its message key has no columns (the source table has no primary key), and no pkNames or "
+                       "CREATE TABLE names one")
+            elif plain_key is not None:
+                why = (f"its message key is not a JSON object ({json.dumps(plain_key[:80])}; a string converter "
+                       "writes a key so, the JSON converter names the key's columns), and no pkNames or CREATE "
+                       "TABLE names one")
+            else:
+                why = "no message key, pkNames or CREATE TABLE names one"
             problems[tid] = (
-                f"table {tid} has no primary key: "
-                + ("its message key has no columns (the source table has no primary key), and no pkNames or "
-                   "CREATE TABLE names one" if empty_key else "no message key, pkNames or CREATE TABLE names one")
+                f"table {tid} has no primary key: " + why
                 + f"; declare one with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
                 + (f"; the batch's CREATE TABLE of it could not be read ({unreadable})" if unreadable else "")
             )
@@ -787,7 +801,10 @@ def _stage_table(parsed: DataFrame, raw: DataFrame, typing: TableTyping, tid: st
         typing, batch_id=batch_id, source=source, fmt=fmt,
     )
     missing_key = f"missing primary-key value (key columns: {', '.join(typing.key)})"
-    reason = F.when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error"))
+    plain_key = (f"{missing_key}: no row image has it, and the message key is not a JSON object (a string "
+                 "converter writes a key so; the JSON converter names the key's columns)")
+    reason = (F.when(~F.col("_key_ok") & F.col("_key_plain"), F.lit(plain_key))
+              .when(~F.col("_key_ok"), F.lit(missing_key)).otherwise(F.col("_cast_error")))
     records = records.select("*", reason.alias(REJECTED))
     # No filter between the typing and the write: Spark would push it below the typing and run every decoder
     # twice. Where a row is staged, its quarantine columns are null (nothing to store).

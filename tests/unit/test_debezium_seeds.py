@@ -921,6 +921,35 @@ def test_a_message_key_without_columns_says_the_source_table_has_no_primary_key(
                                  "--key a.u=COL"), row.reason
 
 
+def test_a_string_converters_message_key_is_named_in_the_reason(spark, session_lake, source):
+    # Kafka's StringConverter writes a Struct key as `Struct{id=1}`: there is a message key, but it names no columns.
+    # A table that has no other key says so; with a declared key, a delete without a before image cannot be keyed.
+    def value(op: str, after: dict[str, Any] | None, pos: int) -> str:
+        return json.dumps({"schema": None, "payload": {
+            "before": None, "after": after, "op": op, "ts_ms": 1700000000000,
+            "source": {"version": "2.1.0.Final", "connector": "mysql", "name": "s", "ts_ms": 1700000000000,
+                       "snapshot": "false", "db": "a", "table": "string_keyed", "file": "mysql-bin.000003", "pos": pos,
+                       "row": 0}}})
+
+    lines = "".join(json.dumps({"topic": "s", "partition": 0, "offset": i, "key": "Struct{id=1}",
+                                "payload": value(op, after, 2200 + i)}) + "\n"
+                    for i, (op, after) in enumerate([("c", {"id": 1, "x": 1}), ("d", None)]))
+    batch = land_and_normalize(spark, session_lake, source, [("string-keys.kcat.jsonl", lines)])
+    assert (batch.result.tables, batch.result.quarantined) == ({}, 2)
+    assert {row.reason for row in quarantined(spark, batch)} == {
+        'table a.string_keyed has no primary key: its message key is not a JSON object ("Struct{id=1}"; a string converter '
+        "writes a key so, the JSON converter names the key's columns), and no pkNames or CREATE TABLE names one; "
+        "declare one with --key a.string_keyed=COL[,COL...] (or `keys:` in the source config)"}
+
+    batch = land_and_normalize(spark, session_lake, f"{source}_keyed", [("string-keys.kcat.jsonl", lines)],
+                               keys=KeySpec.parse(["a.string_keyed=id"]))
+    assert (batch.result.tables, batch.result.quarantined) == ({"a.string_keyed": 1}, 1)
+    (row,) = quarantined(spark, batch)
+    assert row.reason == ("missing primary-key value (key columns: id): no row image has it, and the message key is "
+                          "not a JSON object (a string converter writes a key so; the JSON converter names the key's "
+                          "columns)")
+
+
 def test_unchanged_toast_placeholders_of_every_column_kind_are_unavailable(spark, session_lake, source):
     # Debezium's PostgreSQL connector sends an unchanged TOASTed value as its placeholder in the column's own shape
     # (UnchangedToastedPlaceholder): the text, base64 bytes, a one-element text, bytes or uuid array, the
