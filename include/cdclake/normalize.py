@@ -63,6 +63,7 @@ from cdclake.formats.connect import (
     Converter,
     cast_converter,
     mark_json_number,
+    unmark_json_number,
     variable_scale_decimal,
 )
 from cdclake.formats.sqltypes import BARE_DECIMAL, is_zero_datetime, source_time_zone, source_zone
@@ -154,7 +155,7 @@ class _Image:
         return self.struct[name]
 
     def image_text(self, name: str) -> Column:
-        """The JSON text a column's field is read from."""
+        """The JSON text the image field ``name`` is read from."""
         return self.text
 
     def marked_decimals(self, names: list[str]) -> list[Column]:
@@ -163,9 +164,11 @@ class _Image:
         the decoders' many references to a value do not each repeat the check."""
         marked = []
         for i, name in enumerate(names):
-            sources = self.typing.sources(name)
-            tokens = F.from_json(self.image_text(name), StructType([StructField(n, DoubleType()) for n in sources]))
-            is_number = F.coalesce(*[tokens[n].isNotNull() for n in sources], F.lit(False))
+            # The field the value is read from (its own name, else an old one), and whether that one is a number.
+            is_number = F.coalesce(*[
+                F.when(self.field(n).isNotNull(), F.from_json(self.image_text(n), StructType(
+                    [StructField(n, DoubleType())]))[n].isNotNull()) for n in self.typing.sources(name)],
+                F.lit(False))
             alias = f"_dec{self.name}{i}"
             marked.append(mark_json_number(self[name], is_number).alias(alias))
             self._columns[name] = F.col(alias)
@@ -295,12 +298,13 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
          if typing.key else F.lit(None)).alias("_before_key"),
         ((F.col("op") == "t") | key_ok).alias("_key_ok"),
         # A key the message has but that names no columns (a string converter's `Struct{id=1}`): the reason says so.
-        (F.col("key_text").isNotNull() & ~F.ltrim(F.col("key_text")).startswith("{")).alias("_key_plain"),
+        ((F.trim(F.col("key_text")) != "") & ~F.ltrim(F.col("key_text")).startswith("{")).alias("_key_plain"),
     ]
     failures = [
         F.when(raw.value(c).isNotNull() & typed_image[c.name].isNull(),
                F.concat(F.lit(f"{side} column {c.name} ({c.data_type.simpleString()}): "),
-                        F.to_json(F.array(F.substring(raw[c.name], 1, 200)))))
+                        F.to_json(F.array(F.substring(unmark_json_number(raw[c.name]) if c.name in decimals
+                                                      else raw[c.name], 1, 200)))))
         for side, raw, typed_image in (("after", after_raw, F.col("_after")), ("before", before_raw, F.col("_before")))
         for c in typing.columns
     ]
@@ -678,18 +682,27 @@ def _decoded_by_schema(columns: list[ColumnType], by_schema: dict[int, list[Colu
             out.append(column)
             continue
 
+        # A Decimal of one schema has its all-digit numbers marked (mark_json_number) for the column: the other
+        # schemas' decoders read them unmarked.
+        decimal = next((c.encoding for _, c in options if c.encoding.startswith(CONNECT_DECIMAL)), "")
+
+        def own_text(text: Column, encoding: str, marked: bool = bool(decimal)) -> Column:
+            return unmark_json_number(text) if marked and not encoding.startswith(CONNECT_DECIMAL) else text
+
         def convert(text: Column, options: tuple[tuple[int, ColumnType], ...] = options,
-                    into: DataType = column.data_type, fallback: Converter = column.convert) -> Column:
+                    into: DataType = column.data_type, fallback: Converter = column.convert,
+                    fallback_encoding: str = column.encoding) -> Column:
             row_hash = F.xxhash64(F.col("row_schema"))
-            value = fallback(text)
+            value = fallback(own_text(text, fallback_encoding))
             for schema_hash, own in options:
-                decoded = own.convert(text)
+                decoded = own.convert(own_text(text, own.encoding))
                 if own.data_type != into:
                     decoded = _exact_cast(decoded, own.data_type, into)
                 value = F.when(row_hash == F.lit(schema_hash), decoded).otherwise(value)
             return value
 
-        out.append(replace(column, convert=convert))
+        out.append(replace(column, convert=convert, encoding=column.encoding if column.encoding.startswith(
+            CONNECT_DECIMAL) else decimal or column.encoding))
     return out
 
 

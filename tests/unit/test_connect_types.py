@@ -36,9 +36,9 @@ from cdclake.exceptions import SchemaError
 from cdclake.formats.connect import column_type, struct_columns
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
-from cdclake.normalize import normalize_batch, read_staged, staging_dir
+from cdclake.normalize import TableTyping, canonical_records, normalize_batch, read_staged, staging_dir
 from cdclake.pipeline import apply_batch
-from cdclake.reader import dump_rows
+from cdclake.reader import dump_rows, quarantine_rows
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -222,6 +222,52 @@ def test_whole_decimals_written_as_json_numbers_are_told_from_base64_by_their_me
     assert [(r["id"], r["qty"], r["w"]) for r in dump_rows(session_lake, tid)] == [
         ("1000", "56781234", "1"), ("2000", str(base64_1234), str(int.from_bytes(base64.b64decode("5678"), "big",
                                                                                    signed=True)))]
+
+
+def test_a_renamed_whole_decimal_is_told_from_base64_by_the_field_it_is_read_from(spark):
+    """Images written before a rename carry the old name: whether the value was a number is read there too."""
+    typing = TableTyping((column_type({"type": "int32", "field": "id"}), column_type(decimal_spec(0, 10, field="qty"))),
+                         ("id",), aliases=(("old_qty", "qty"),))
+    images = ['{"id": 1, "old_qty": 1234}', '{"id": 2, "old_qty": "1234"}', '{"id": 3, "qty": 1234}']
+    parsed = spark.createDataFrame([(i, "c", text) for i, text in enumerate(images)], "index long, op string, "
+                                   "after_text string").select(
+        "*", *[F.lit(None).cast("string").alias(c) for c in ("before_text", "old_text", "key_text", "patch")],
+        F.lit("p").alias("source_pos"), F.lit(0).alias("file_index"), F.lit(0).alias("row_index"),
+        F.lit(None).cast("timestamp").alias("source_ts"), F.lit(False).alias("snapshot"),
+        F.lit("t.x").alias("table_id"),
+        F.lit("in").alias("input"), F.lit(1).cast("long").alias("line"), F.lit(None).cast("long").alias("offset"),
+        F.lit(0).cast("long").alias("byte_offset"))
+    rows = canonical_records(parsed, typing, batch_id="b1", source="s", fmt="debezium").orderBy("index").collect()
+    assert [r["after"]["qty"] for r in rows] == [Decimal(1234), Decimal(int.from_bytes(base64.b64decode("1234"), "big",
+                                                                                       signed=True)), Decimal(1234)]
+
+
+def test_a_column_written_as_decimal_and_as_int64_in_one_batch_reads_each_by_its_schema(spark, session_lake):
+    """A whole number the Decimal schema's messages wrote as a JSON number is marked for the decimal decoder; the
+    int64 schema's messages of the same column read it as the plain number they sent, in either order."""
+    decimal_fields = [{"type": "int32", "optional": False, "field": "id"}, decimal_spec(0, 20, field="qty")]
+    long_fields = [{"type": "int32", "optional": False, "field": "id"}, {"type": "int64", "optional": True,
+                                                                        "field": "qty"}]
+    for first, second in ((decimal_fields, long_fields), (long_fields, decimal_fields)):
+        table = f"mixed_{uuid.uuid4().hex[:8]}"
+        source, tid = f"connect_types_{table}", f"typed.{table}"
+        text = (_envelope(table, first, {"id": 1, "qty": 5678}, lsn=1) + "\n"
+                + _envelope(table, second, {"id": 2, "qty": 1234}, lsn=2) + "\n")
+        batch_id, result = _land_and_normalize(spark, session_lake, source, text)
+        assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+        staged = read_staged(spark, staging_dir(session_lake, source, batch_id) / tid).orderBy("position").collect()
+        assert [int(r["after"]["qty"]) for r in staged] == [5678, 1234]
+
+
+def test_a_whole_decimal_number_that_does_not_fit_is_quarantined_with_the_number_it_was(spark, session_lake):
+    table = f"narrow_{uuid.uuid4().hex[:8]}"
+    source = f"connect_types_{table}"
+    fields = [{"type": "int32", "optional": False, "field": "id"}, decimal_spec(0, 3, field="qty")]
+    _, result = _land_and_normalize(spark, session_lake, source,
+                                    _envelope(table, fields, {"id": 1, "qty": 1234}, lsn=1) + "\n")
+    assert result.quarantined == 1
+    (row,) = [r for r in quarantine_rows(session_lake, source=source)]
+    assert row["reason"] == 'value does not convert to the column type: after column qty (decimal(3,0)): ["1234"]'
 
 
 def test_a_value_that_is_not_base64_is_a_failed_cast_not_an_error(spark):

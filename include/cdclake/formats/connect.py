@@ -150,6 +150,11 @@ def mark_json_number(text: Column, is_number_token: Column) -> Column:
     return F.when(ambiguous & is_number_token, F.concat(text, F.lit(_NUMBER_MARK))).otherwise(text)
 
 
+def unmark_json_number(text: Column) -> Column:
+    """A text as the message wrote it, without :func:`mark_json_number`'s mark (for reasons and other decoders)."""
+    return F.regexp_replace(text, rf"^((?:[0-9]{{4}})+){_NUMBER_MARK}$", "$1")
+
+
 _DOUBLE_DIGITS = 15
 """Significant digits a decimal number keeps through a double."""
 
@@ -162,7 +167,8 @@ def _may_be_rounded(text: Column) -> Column:
 
     Spark's JSON reader gives a fractional JSON number's text through a double (``86199804577757.01`` ->
     ``8.619980457775702E13``, always with a point): with more than :data:`_DOUBLE_DIGITS` significant digits it may
-    differ from what was sent. A whole number is kept exactly. A number beyond a double arrives as ``"Infinity"``,
+    differ from what was sent (Java 17's ``Double.toString`` may also print a shorter value with more digits,
+    ``2.82879384806159008E17``: such a value is refused too, never stored changed). A whole number is kept exactly. A number beyond a double arrives as ``"Infinity"``,
     quotes included, which is not base64 either: a failed cast. This sits beside the decoders, never inside them:
     they reference their input many times, and nesting multiplies the expression.
     """
