@@ -937,9 +937,9 @@ def test_a_string_converters_message_key_is_named_in_the_reason(spark, session_l
     batch = land_and_normalize(spark, session_lake, source, [("string-keys.kcat.jsonl", lines)])
     assert (batch.result.tables, batch.result.quarantined) == ({}, 2)
     assert {row.reason for row in quarantined(spark, batch)} == {
-        'table a.string_keyed has no primary key: its message key is not a JSON object ("Struct{id=1}"; a string converter '
-        "writes a key so, the JSON converter names the key's columns), and no pkNames or CREATE TABLE names one; "
-        "declare one with --key a.string_keyed=COL[,COL...] (or `keys:` in the source config)"}
+        'table a.string_keyed has no primary key: its message key is not a JSON object ("Struct{id=1}"; a string '
+        "converter writes a key so, the JSON converter names the key's columns), and no pkNames or CREATE TABLE "
+        "names one; declare one with --key a.string_keyed=COL[,COL...] (or `keys:` in the source config)"}
 
     batch = land_and_normalize(spark, session_lake, f"{source}_keyed", [("string-keys.kcat.jsonl", lines)],
                                keys=KeySpec.parse(["a.string_keyed=id"]))

@@ -167,10 +167,11 @@ def _may_be_rounded(text: Column) -> Column:
 
     Spark's JSON reader gives a fractional JSON number's text through a double (``86199804577757.01`` ->
     ``8.619980457775702E13``, always with a point): with more than :data:`_DOUBLE_DIGITS` significant digits it may
-    differ from what was sent (Java 17's ``Double.toString`` may also print a shorter value with more digits,
-    ``2.82879384806159008E17``: such a value is refused too, never stored changed). A whole number is kept exactly. A number beyond a double arrives as ``"Infinity"``,
-    quotes included, which is not base64 either: a failed cast. This sits beside the decoders, never inside them:
-    they reference their input many times, and nesting multiplies the expression.
+    differ from what was sent. Java 17's ``Double.toString`` may also print a shorter value with more digits
+    (``2.82879384806159008E17``): such a value is refused too, never stored changed. A whole number is kept
+    exactly. A number beyond a double arrives as ``"Infinity"``, quotes included, which is not base64 either: a
+    failed cast. This sits beside the decoders, never inside them: they reference their input many times, and
+    nesting multiplies the expression.
     """
     return text.contains(".") & text.rlike(_ROUNDED_NUMBER)
 
@@ -277,7 +278,7 @@ def _wide_decimal(text: Column, scale: int) -> Column:
     from cdclake.formats.sqltypes import decimal_text  # it builds on this module
 
     return (F.when(_may_be_rounded(text), F.lit(None).cast(StringType()))
-            .when(sent_as_number(text), decimal_text(F.regexp_replace(text, f"{_NUMBER_MARK}$", "")))
+            .when(sent_as_number(text), decimal_text(unmark_json_number(text)))
             .otherwise(_decimal_text(text, F.lit(scale))))
 
 
