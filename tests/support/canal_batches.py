@@ -33,13 +33,14 @@ def land_messages(settings: LakeSettings, source: str, name: str, messages: Sequ
 
 
 def apply_messages(spark: Any, settings: LakeSettings, source: str, name: str,
-                   messages: Sequence[Mapping[str, object]], options: ApplyOptions | None = None) -> dict[str, Any]:
-    """Land ``messages`` as the source's next batch, normalize it (nothing may be quarantined) and apply it; the
-    apply counts per table."""
+                   messages: Sequence[Mapping[str, object]], options: ApplyOptions | None = None,
+                   fmt: str = "canal") -> dict[str, Any]:
+    """Land ``messages`` as the source's next batch, normalize it as ``fmt`` (nothing may be quarantined) and apply
+    it; the apply counts per table."""
     from cdclake.normalize import normalize_batch
     from cdclake.pipeline import apply_batch
 
     batch_id = land_messages(settings, source, name, messages)
-    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt="canal")
+    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt)
     assert normalized.quarantined == 0, normalized
     return apply_batch(spark, settings, source=source, batch_id=batch_id, default=options or ApplyOptions()).tables

@@ -23,8 +23,9 @@ import pytest
 from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch, read_staged, staging_dir
+from cdclake.reader import dump_rows
 from cdclake.schema_changes import SKIP_ALTER, SKIP_CREATE, SKIP_RENAME
-from tests.support.canal_batches import land_messages
+from tests.support.canal_batches import apply_messages, land_messages
 from tests.support.seeds import SEEDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -101,6 +102,21 @@ def test_drs_mysql_update_that_changes_the_key(spark, session_lake, source):
     assert bytes(row.c12) == bytes(json.loads(new["c12"])) and bytes(row.c14) == bytes(json.loads(new["c14"]))
     assert bytes(row.c11) == b"" and bytes(row.c2) == b""
     assert upsert.before.c13 == old["c13"] and upsert.before.id == 103
+
+
+def test_a_drs_delete_whose_row_is_in_old_and_data_empty_deletes_it(spark, session_lake, source):
+    def message(position: int, kind: str, data: list[dict[str, str]] | None,
+                old: list[dict[str, str]] | None) -> dict[str, Any]:
+        return {"mysqlType": {"id": "int", "v": "varchar"}, "id": position, "es": 1700000000000,
+                "ts": 1700000000007, "database": source, "table": "del", "type": kind, "isDdl": False, "sql": "",
+                "sqlType": {"id": 4, "v": 12}, "data": data, "old": old, "pkNames": ["id"]}
+
+    apply_messages(spark, session_lake, source, "0", [
+        message(1, "INSERT", [{"id": "1", "v": "a"}, {"id": "2", "v": "b"}, {"id": "3", "v": "c"}], None),
+        message(2, "DELETE", [], [{"id": "1", "v": "a"}]),  # the document: a DELETE's row is in `old`
+        message(3, "DELETE", None, [{"id": "2", "v": "b"}]),
+    ], fmt="drs")
+    assert dump_rows(session_lake, f"{source}.del") == [{"id": 3, "v": "c"}]
 
 
 def test_a_key_declared_for_the_table_overrides_the_streams(spark, session_lake, source):
@@ -192,7 +208,6 @@ def test_mongo_shell_helpers_become_json_but_text_inside_strings_stays(spark):
 @pytest.mark.parametrize("split", [None, 2, 3], ids=["one-batch", "patches-in-next-batch", "each-apart"])
 def test_drs_mongodb_partial_updates_patch_the_stored_document(spark, session_lake, source, split):
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     names = MONGO[:4]
     groups = [names] if split is None else [names[:split], names[split:]]
@@ -271,7 +286,6 @@ def test_ckafka_drop_table_alone_in_its_batch_follows_the_earlier_batches(spark,
     # With --format auto, finding the earlier batch's position once ran the driver out of memory (1 GB).
     from cdclake.apply_options import ApplyOptions
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"c{uuid.uuid4().hex[:8]}"
 
@@ -389,7 +403,6 @@ def test_a_column_widened_in_a_later_batch_widens_the_table_its_changelog_and_hi
     from cdclake.catalog import table_schema
     from cdclake.identity import spark_table_name
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"w{uuid.uuid4().hex[:8]}"  # the session lake is shared: a table of this test's own
     first = {"data": [{"id": "1", "v": "30"}], "database": db, "es": 1683008289000, "id": 1, "isDdl": False,
@@ -415,7 +428,6 @@ def test_a_full_sync_landed_after_incremental_batches_fits_their_wider_decimal(s
     # sync's CREATE TABLE (decimal(12,2)) arrives later; its values fit the table's column without loss.
     from cdclake.apply_options import ApplyOptions
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"d{uuid.uuid4().hex[:8]}"
     common = {"es": 1624614713000, "ts": 1625058726990, "database": db, "table": "pay", "old": None}
@@ -445,7 +457,6 @@ def test_a_decimal_whose_scale_grows_in_a_later_batch_keeps_the_table_scale_and_
     from cdclake.apply_options import ApplyOptions
     from cdclake.catalog import table_schema
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"s{uuid.uuid4().hex[:8]}"
 
@@ -545,7 +556,6 @@ def ticdc(kind: str, rows: list[dict[str, str]], old: list[dict[str, str]] | Non
 
 def test_ticdc_canal_json_without_message_ids_applies_in_arrival_order(spark, session_lake, source):
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
     watermark = {"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
@@ -593,7 +603,6 @@ def test_ticdc_messages_without_the_rows_values_are_quarantined(spark, session_l
 
 def test_ticdc_commit_ts_orders_changes_delivered_out_of_order(spark, session_lake, source):
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
     lines = [  # TiCDC's partitions are read one after another: file order is not commit order
@@ -626,7 +635,6 @@ def test_canal_message_ids_that_restart_with_the_canal_server_are_ordered_by_eve
     # canal's `id` is its server's batch id and starts again after a restart: Apache Paimon's captured canal test
     # data goes from id 94 to ids 14..45 with later `es`. Ordered by `id`, the later update would be stale.
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
     before_restart = [
@@ -671,7 +679,6 @@ def test_canal_json_without_id_and_isddl_applies_in_arrival_order(spark, session
     # apache/flink-cdc KafkaDataSourceITCase (produceCanalJsonMessages) writes canal-json without `id`, `es`,
     # `isDdl`, `mysqlType`: values are typed by JSON inference, arrival order decides.
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"mydb_{uuid.uuid4().hex[:6]}"
     messages = [
@@ -693,7 +700,6 @@ def test_canal_json_without_id_and_isddl_applies_in_arrival_order(spark, session
 def test_canal_pknames_repeated_per_row_are_one_key(spark, session_lake, source):
     # canal writes `pkNames` once per row of a multi-row message: ["ID", "ID"] (canal's FlatMessage examples).
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"asd_{uuid.uuid4().hex[:6]}"
 
@@ -723,7 +729,6 @@ def test_drop_table_then_rename_another_onto_its_name(spark, session_lake, sourc
     from cdclake.catalog import table_exists
     from cdclake.identity import spark_table_name
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"test_{uuid.uuid4().hex[:6]}"
 
@@ -784,7 +789,6 @@ def test_a_table_keyed_by_a_double_is_bucketed_by_a_key_column_iceberg_can_bucke
     # Iceberg's bucket transform takes no float, double or boolean: the default spec (bucket on the first key
     # column) made the CREATE TABLE fail, and with it the whole apply.
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     db = f"d{uuid.uuid4().hex[:8]}"
     batch_id, _, _, _ = land_files(session_lake, source=source, files=[
@@ -801,7 +805,6 @@ def test_a_table_that_fails_to_apply_does_not_stop_the_others(spark, session_lak
     from cdclake.apply_options import ApplyOptions
     from cdclake.exceptions import ApplyFailedError
     from cdclake.pipeline import apply_batch, is_applied
-    from cdclake.reader import dump_rows
 
     db = f"f{uuid.uuid4().hex[:8]}"
     text = _insert(db, "a_bad", ["id"], 3) + _insert(db, "b_good", ["id"], 4)
@@ -849,7 +852,6 @@ def test_canal_values_sent_as_json_numbers_keep_their_exact_text(spark, session_
     # number was read through a double: decimal(20,2) 12345678901234567.89 became ...568.00, a varchar 1.10 became
     # "1.1" (and a later "1.10" string of the same key another row). Numbers inside strings stay as sent.
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
     types = {"id": "bigint", "d": "decimal(20,2)", "k": "varchar(20)", "note": "varchar(80)", "f": "double"}
@@ -881,7 +883,6 @@ def test_a_keyless_tables_alter_is_held_with_it_so_the_replay_fills_the_added_co
     # The ALTER's DEFAULT fills the rows before it (as MySQL does); it was counted as learned, and so missing from
     # the replay once a key was declared.
     from cdclake.pipeline import replay_quarantine
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
 
@@ -991,7 +992,6 @@ def test_a_column_added_with_a_default_fills_the_rows_written_before_it(spark, s
     # `DEFAULT CURRENT_TIMESTAMP` (Tencent CKafka's DDL example) is the ALTER's time. Found by a sweep of canal
     # streams: the lake kept null in rows 1 and 2.
     from cdclake.pipeline import apply_batch
-    from cdclake.reader import dump_rows
 
     table = f"t{uuid.uuid4().hex[:8]}"
     alter = {"id": 2, "database": "canal_test", "table": table, "isDdl": True, "type": "ALTER", "es": 1700000002000,

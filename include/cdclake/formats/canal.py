@@ -74,7 +74,9 @@ def _namespace(j: Column) -> Column:
 
 
 def _rows(j: Column) -> Column:
-    return F.when(_type(j) == "DELETE", F.coalesce(j["data"], j["old"])).otherwise(j["data"])
+    # A DELETE's row: DRS puts it in `old` (`data` null, or an empty array).
+    data = F.when(F.size(j["data"]) > 0, j["data"])
+    return F.when(_type(j) == "DELETE", F.coalesce(data, j["old"], j["data"])).otherwise(j["data"])
 
 
 def _is_drs(j: Column) -> Column:
