@@ -105,8 +105,10 @@ class DdlColumn:
             boolean, and ``zerofill`` columns. Empty when the statement gives no type.
         nullable: False when the definition says ``NOT NULL`` or makes the column part of the primary key.
         default: A constant ``DEFAULT`` as the value's text (``0``, ``-1.50``, ``a'b``, ``true``);
-            :data:`DEFAULT_NOW` for the statement's time (``CURRENT_TIMESTAMP``, ``NOW()``, ``GETDATE()``); None for
-            no default, ``NULL``, or an expression.
+            :data:`DEFAULT_NOW` for the statement's time (``CURRENT_TIMESTAMP``, ``NOW()``, ``GETDATE()``); for a
+            MySQL ``NOT NULL`` column ``ALTER TABLE .. ADD`` adds without one, its type's implicit default
+            (:func:`_mysql_implicit_default`);
+            None for no default, ``NULL``, or an expression.
     """
 
     name: str
@@ -450,7 +452,9 @@ def _key_column_name(element: exp.Expr) -> str:
     return element.name
 
 
-def _column(column: exp.ColumnDef, src: _Source, dialect: str) -> DdlColumn:
+def _column(column: exp.ColumnDef, src: _Source, dialect: str, *, added: bool = False) -> DdlColumn:
+    """One column definition; ``added`` by ALTER TABLE, a MySQL ``NOT NULL`` column without a default of its own
+    gets its type's implicit default, which MySQL gives the existing rows."""
     # Constraints other than ColumnConstraint (e.g. InOutColumnConstraint, which sqlglot reads from `... int in`)
     # have no kind (also in _has_inline_primary_key).
     kinds = [c.args.get("kind") for c in column.constraints]
@@ -460,8 +464,35 @@ def _column(column: exp.ColumnDef, src: _Source, dialect: str) -> DdlColumn:
         for kind in kinds
     )
     default = next((_default_text(k.this) for k in kinds if isinstance(k, exp.DefaultColumnConstraint)), None)
-    return DdlColumn(column.name, _type_text(column.this, column.args.get("kind"), src, dialect), not not_null,
-                     default)
+    type_text = _type_text(column.this, column.args.get("kind"), src, dialect)
+    if added and dialect == "mysql" and not_null and all(isinstance(kind, _PLAIN_KINDS) for kind in kinds):
+        default = _mysql_implicit_default(type_text)
+    return DdlColumn(column.name, type_text, not not_null, default)
+
+
+_PLAIN_KINDS = (exp.NotNullColumnConstraint, exp.CommentColumnConstraint, exp.CharacterSetColumnConstraint,
+                exp.CollateColumnConstraint)
+"""Constraints that leave a MySQL ``NOT NULL`` column without a default of its own (no ``DEFAULT``, key,
+``AUTO_INCREMENT`` or generated value)."""
+
+_MYSQL_ZERO_TYPES = re.compile(
+    r"^(tinyint|smallint|mediumint|int|integer|bigint|decimal|numeric|dec|fixed|float|double|real|bool|boolean)\b")
+_MYSQL_EMPTY_TYPES = re.compile(r"^(char|varchar|nchar|nvarchar|national|tinytext|text|mediumtext|longtext|set)\b")
+_MYSQL_FIRST_ENUM = re.compile(r"^enum\('((?:[^']|'')*)'")
+
+
+def _mysql_implicit_default(type_text: str) -> str | None:
+    """The value MySQL gives the existing rows when ``ALTER TABLE .. ADD`` a ``NOT NULL`` column without a
+    ``DEFAULT`` (the type's implicit default; no row events say so): 0, the empty string, an enum's first value,
+    ``00:00:00``. None where that value is not one the lake keeps (zero dates, empty binary and JSON)."""
+    if _MYSQL_ZERO_TYPES.match(type_text):
+        return "0"
+    if _MYSQL_EMPTY_TYPES.match(type_text):
+        return ""
+    enum = _MYSQL_FIRST_ENUM.match(type_text)
+    if enum:
+        return enum.group(1).replace("''", "'")
+    return "00:00:00" if re.match(r"^time\b", type_text) else None
 
 
 DEFAULT_NOW = "\x00now"
@@ -673,7 +704,7 @@ def _alter_parts_event(table: exp.Expr, parts: _AlterParts, sql: str) -> DdlEven
 def _apply_action(action: exp.Expr, src: _Source, dialect: str, parts: _AlterParts) -> None:
     """Record one parsed ALTER TABLE action; actions that change no column or key only count as "other"."""
     if isinstance(action, exp.ColumnDef):
-        parts.added.append(_column(action, src, dialect))
+        parts.added.append(_column(action, src, dialect, added=True))
         if _has_inline_primary_key(action):
             parts.primary_key.append(action.name)
     elif isinstance(action, exp.Schema):  # Oracle ADD (c NUMBER, d DATE)
@@ -720,7 +751,7 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     parenthesized = i < len(action.tokens) and action.tokens[i].token_type == TokenType.L_PAREN
     close = _matching_close(action.tokens, i) if parenthesized else None
     if verb in ("ADD", "MODIFY") and close == len(action.tokens) - 1:
-        columns = _column_defs(action.span(i + 1, close - 1), dialect)
+        columns = _column_defs(action.span(i + 1, close - 1), dialect, added=verb == "ADD")
         (parts.added if verb == "ADD" else parts.modified).extend(columns)
         return
     if verb == "MODIFY" and not parenthesized and i < len(action.tokens):
@@ -746,13 +777,13 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     parts.other_actions += 1
 
 
-def _column_defs(defs: str, dialect: str) -> list[DdlColumn]:
+def _column_defs(defs: str, dialect: str, *, added: bool = False) -> list[DdlColumn]:
     """Column definitions (``a int, b varchar(3)``) parsed by sqlglot inside a synthetic CREATE TABLE."""
     parsed = _try_parse(f"CREATE TABLE {_SYNTHETIC_TABLE} ({defs})", dialect)
     if parsed is None or not isinstance(parsed[0], exp.Create) or not isinstance(parsed[0].this, exp.Schema):
         raise DdlError(f"cannot parse column definitions {_snippet(defs)!r}")
     tree, src = parsed
-    return [_column(e, src, dialect) for e in tree.this.expressions if isinstance(e, exp.ColumnDef)]
+    return [_column(e, src, dialect, added=added) for e in tree.this.expressions if isinstance(e, exp.ColumnDef)]
 
 
 def _identifier_text(group: Sequence[Token]) -> str:

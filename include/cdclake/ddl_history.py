@@ -20,7 +20,8 @@ new names:
 - a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
   before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
   position when the format gives the ``CREATE`` and the change one (a replayed old batch then still lands in
-  ``b``); otherwise by the batch: every change of ``a`` in the ``CREATE``'s batch and later ones goes to ``a``.
+  ``b``); otherwise by landing order: changes landed before the statement in its batch (an earlier file, or
+  earlier in its file) and those of an older batch normalized again go to ``b``, later ones to ``a``.
   A column re-created under a renamed-away name is the ``ADD COLUMN`` case above.
 
 Every step is idempotent (a rename whose old column is gone is already done), so a batch can be normalized again.

@@ -659,11 +659,41 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if not columns:
             problems[tid] = f"table {tid}: no column types (no schema, no existing table, no row images)"
             continue
+        unsupported = _unsupported_column_name([c.name for c in columns])
+        if unsupported:
+            problems[tid] = f"table {tid}: {unsupported}"
+            continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
         if owner:
             owners[tid] = owner
     return typings, problems, idle, malformed, owners
+
+
+RESERVED_COLUMNS = frozenset({
+    # Iceberg's metadata columns: MERGE cannot tell a data column of the name from them
+    "_pos", "_file", "_spec_id", "_partition", "_deleted",
+    # the columns apply works with beside a table's own (cdclake.apply)
+    "_unavailable", "_patch", "_filled", "_rn", "_again", "_maybe_again", "_tomb_position", "_stored_live",
+    "_stored_position", "_run_last", "_run_deletes",
+})
+"""Column names (compared in lower case) a lake table cannot have, beside names starting ``_cdc_`` (bookkeeping)."""
+
+
+def _unsupported_column_name(names: list[str]) -> str | None:
+    """Why a table with these columns cannot be written (a column named like one apply adds, or with a dot,
+    which Spark reads as a nested field), or None."""
+    lowered = {name.lower() for name in names}
+    for name in names:
+        low = name.lower()
+        if "." in name:
+            return (f"column {name!r} has a dot in its name, which cdclake cannot write yet (Spark reads it as a "
+                    "nested field); rename it at the source or exclude it from capture, then replay")
+        if low in RESERVED_COLUMNS or low.startswith("_cdc_") or (low.startswith("_prev_") and low[6:] in lowered):
+            return (f"column {name!r} has a name cdclake reserves (Iceberg's metadata columns, its bookkeeping "
+                    "`_cdc_*` and working columns: see README, Known limits); rename it at the source or exclude it "
+                    "from capture, then replay")
+    return None
 
 
 def _decoded_by_schema(columns: list[ColumnType], by_schema: dict[int, list[ColumnType]]) -> list[ColumnType]:
@@ -858,25 +888,21 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
     """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records.
 
     A TRUNCATE or DROP TABLE without a source position of its own (canal-format DDL: CKafka's has ``id`` 0) is
-    ordered by the row change next to it in its input file; alone in its batch, after the table's last change in
-    the source's earlier batches (``earlier(table_id)``, only when needed)."""
+    ordered by its table's row change next to it in the batch; without one, after the table's last change in the
+    source's earlier batches (``earlier(table_id)``, only when needed)."""
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
     outcome = interpret(ddl_rows, policies)
-    before: dict[str, str | None] = {}
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
         # The statement's text spells the table as its author typed it (MySQL's lower_case_table_names=1 keeps
         # that in the binlog): it reaches the lake table by its id.
         record["table_name"] = _ANY_SPELLING
         if record["status"] == "ok" and record.get("source_pos") is None:
-            record["source_pos"] = _nearest_position(parsed, record["input"], record["index"])
+            record["source_pos"] = _nearest_position(parsed, record, record["table_id"])
             if record["source_pos"] is None:
-                tid = record["table_id"]
-                if tid not in before:
-                    before[tid] = earlier(tid)
-                record["source_pos"] = before[tid]
+                record["source_pos"] = earlier(record["table_id"])
             if record["source_pos"] is None and not table_exists(spark, record["table_id"]):
                 record.update(status="skip", reason=_NOTHING_TO_TRUNCATE)
             elif record["source_pos"] is None:
@@ -927,19 +953,23 @@ def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, 
     return None
 
 
-def _nearest_position(parsed: DataFrame, input_uri: str, index: int) -> str | None:
-    """The source position of the next (else the previous) positioned row change in the same input file."""
-    same_file = parsed.where((F.col("input") == input_uri) & F.col("source_pos").isNotNull()
-                             & (F.col("status") == "ok"))
-    after = same_file.where(F.col("index") > index).orderBy("index").select("source_pos").first()
+def _nearest_position(parsed: DataFrame, record: dict[str, Any], table_id: str) -> str | None:
+    """The source position of ``table_id``'s row change next to a DDL record in its batch, in landing order (file,
+    then message): the next one, else the previous one. Only the table's own changes order its statement: they
+    share a Kafka partition, other tables' may lag behind in another one (a ``kcat -J`` file holds several)."""
+    rows = parsed.where((F.col("table_id") == table_id) & F.col("source_pos").isNotNull()
+                        & (F.col("status") == "ok"))
+    file_index, index = F.lit(record["file_index"]), F.lit(record["index"])
+    later = (F.col("file_index") > file_index) | ((F.col("file_index") == file_index) & (F.col("index") > index))
+    after = rows.where(later).orderBy("file_index", "index").select("source_pos").first()
     if after is not None:
         return after[0]
-    before = same_file.where(F.col("index") < index).orderBy(F.desc("index")).select("source_pos").first()
+    before = rows.where(~later).orderBy(F.desc("file_index"), F.desc("index")).select("source_pos").first()
     return before[0] if before is not None else None
 
 
-def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[ColumnDefault], typing: TableTyping, *,
-                   batch_id: str) -> list[dict[str, str]]:
+def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[ColumnDefault], typing: TableTyping,
+                   table_id: str, *, batch_id: str, earlier: Callable[[str], str | None]) -> list[dict[str, str]]:
     """The rows an ``ALTER TABLE .. ADD .. DEFAULT`` fills (:mod:`cdclake.apply`): per default, the column, the
     value as text of the column's type, its type, and the statement's full position (rows written before it get
     the value where the column is null). ``DEFAULT CURRENT_TIMESTAMP`` is the statement's time (a ``datetime``
@@ -948,7 +978,7 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
     wanted: list[tuple[ColumnType, str, Column]] = []
     for default in defaults:
         column, record = by_name.get(default.column.lower()), default.record
-        at = _statement_position(parsed, record, batch_id=batch_id)
+        at = _statement_position(parsed, record, table_id, batch_id=batch_id, earlier=earlier)
         if column is None or at is None or isinstance(column.data_type, BinaryType):
             log.warning("DDL %r: the default of %s is not filled into older rows (%s)", record.get("ddl"),
                         default.column, "no position" if column is not None and at is None
@@ -977,10 +1007,13 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
     return fills
 
 
-def _statement_position(parsed: DataFrame, record: dict[str, Any], *, batch_id: str) -> Column | None:
-    """A DDL record's full position, as a constant column: its source position, else the nearest row change's in
-    its file (None without either), then its place in the batch."""
-    source_pos = record.get("source_pos") or _nearest_position(parsed, record["input"], record["index"])
+def _statement_position(parsed: DataFrame, record: dict[str, Any], table_id: str, *, batch_id: str,
+                        earlier: Callable[[str], str | None]) -> Column | None:
+    """A DDL record's full position, as a constant column: its source position, else that of the table's row
+    change next to it in the batch, else that of the table's last change in the source's earlier batches (None
+    without any), then its place in the batch."""
+    source_pos = (record.get("source_pos") or _nearest_position(parsed, record, table_id)
+                  or earlier(table_id))
     if source_pos is None:
         return None
     return position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]), F.lit(record["index"]),
@@ -988,7 +1021,7 @@ def _statement_position(parsed: DataFrame, record: dict[str, Any], *, batch_id: 
 
 
 def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefinition | None, typing: TableTyping,
-                     *, batch_id: str) -> TableTyping:
+                     table_id: str, *, batch_id: str, earlier: Callable[[str], str | None]) -> TableTyping:
     """``typing`` with the columns the batch dropped and added again (``DROP COLUMN v`` .. ``ADD COLUMN v``) in
     :attr:`TableTyping.cleared`: at the source, the rows written before the drop lost their value, and the new
     column starts empty (or with its DEFAULT, which apply fills in where it is null)."""
@@ -1000,7 +1033,7 @@ def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefi
         record = dropped.get(column.name.lower())
         if record is None:
             continue
-        at = _statement_position(parsed, record, batch_id=batch_id)
+        at = _statement_position(parsed, record, table_id, batch_id=batch_id, earlier=earlier)
         if at is None:
             log.warning("DDL %r: no position, so values of %s written before it are kept", record.get("ddl"),
                         column.name)
@@ -1012,8 +1045,8 @@ def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefi
 def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source: str,
                   batch_id: str) -> tuple[DataFrame, Outcome]:
     """Changes (and DDL knowledge) that name a renamed table, moved to the table's current id; changes of a name
-    taken again that are older (by source position; in the ``CREATE``'s own batch, a tie by arrival order) than
-    its new ``CREATE`` go where the old table went."""
+    taken again that are older (by source position; in the ``CREATE``'s own batch, a tie by arrival order; without
+    source positions, by landing order) than its new ``CREATE`` go where the old table went."""
     if not history.tables and not history.reused:
         return parsed, outcome
     routed = F.col("table_id")
@@ -1031,6 +1064,10 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source:
                     (F.col("file_index") < F.lit(file_index))
                     | ((F.col("file_index") == F.lit(file_index)) & (F.col("index") < F.lit(index)))))
             routed = F.when((F.col("table_id") == tid) & older, F.lit(history.route(older_to))).otherwise(routed)
+        elif created.source == source:  # no source position (CKafka's canal-format DDL): by landing order
+            older = _landed_before(created.position, outcome) if created.batch_id == batch_id else F.lit(
+                created.batch_id > batch_id)  # an older batch normalized again
+            routed = F.when((F.col("table_id") == tid) & older, F.lit(history.route(older_to))).otherwise(routed)
     parsed = parsed.withColumns({
         "table_name": F.when(routed != F.col("table_id"), F.lit(_ANY_SPELLING)).otherwise(F.col("table_name")),
         "table_id": routed,
@@ -1040,6 +1077,18 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source:
         tables.setdefault(history.route(tid), definition)
     stopped = {history.route(tid): why for tid, why in outcome.stopped.items()}
     return parsed, Outcome(tables, outcome.records, outcome.changes, stopped)
+
+
+def _landed_before(location: str, outcome: Outcome) -> Column:
+    """Whether a change was landed before the batch's statement at ``location`` (``input#index``, the position
+    :mod:`cdclake.schema_changes` gives a statement without a source position): an earlier file of the batch, or
+    an earlier message of its file."""
+    uri, _, index = location.rpartition("#")
+    file_indexes = [int(r["file_index"]) for r in outcome.records if r.get("input") == uri]
+    if not index.isdigit() or not file_indexes:
+        return F.lit(False)
+    return (F.col("file_index") < F.lit(file_indexes[0])) | (
+        (F.col("input") == F.lit(uri)) & (F.col("index") < F.lit(int(index))))
 
 
 def _create_tail(outcome: Outcome, tid: str, source_pos: str) -> tuple[int, int] | None:
@@ -1089,8 +1138,14 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
     parsed = first
     try:
         policies = ddl_policies or DdlPolicies()
-        parsed, ddl = _apply_ddl(spark, first, policies,
-                                 earlier=lambda tid: _earlier_position(spark, settings, source, batch_id, fmt, tid))
+        earlier_positions: dict[str, str | None] = {}
+
+        def earlier(tid: str) -> str | None:  # looked up once per table, only where needed
+            if tid not in earlier_positions:
+                earlier_positions[tid] = _earlier_position(spark, settings, source, batch_id, fmt, tid)
+            return earlier_positions[tid]
+
+        parsed, ddl = _apply_ddl(spark, first, policies, earlier=earlier)
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
         parsed, ddl = _route_tables(parsed, ddl, history, source, batch_id)
         stops = ddl_stops.stopped(spark, source)
@@ -1101,7 +1156,8 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped},
             ddl.unread_creates())
         _remember_truncates(parsed, idle, batch_id=batch_id)
-        typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, batch_id=batch_id)
+        typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, tid, batch_id=batch_id,
+                                         earlier=earlier)
                    for tid, typing in typings.items()}
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
@@ -1163,7 +1219,8 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                          releases=[tid for tid in stops if tid in typings and policies.for_table(tid) != "fail"])
         with_changes = {tid for (status, _, tid), n in counts.items() if status == "ok" and n}
         stopped = {**{tid: why for tid, why in held.items() if tid in with_changes}, **ddl.stopped}
-        fills = {tid: _default_fills(spark, parsed, ddl.tables[tid].defaults, typing, batch_id=batch_id)
+        fills = {tid: _default_fills(spark, parsed, ddl.tables[tid].defaults, typing, tid, batch_id=batch_id,
+                                     earlier=earlier)
                  for tid, typing in typings.items() if tid in ddl.tables and ddl.tables[tid].defaults}
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns],

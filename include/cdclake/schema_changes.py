@@ -17,6 +17,8 @@ DROP TABLE                   a truncate change at the statement's position: the 
                              Iceberg table and its history stay (a re-created source table continues in it)
 RENAME TABLE                 the lake table (with its changelog and tombstones) is renamed; changes that still
                              name the old table are routed to the new one
+DROP TABLE in a snapshot     skipped with a counted reason: the connector wrote it while recording the schema it
+                             read (Debezium MySQL's snapshot writes ``DROP TABLE IF EXISTS`` before each CREATE)
 database / index DDL         skipped with a counted reason (no effect on tables)
 unparsable                   quarantined with the parser's reason
 ===========================  ===============================================================================
@@ -33,8 +35,9 @@ config ``ddl_policy``, ``--ddl-policy``):
 The lake-side effects of renames and drops are applied and remembered by :mod:`cdclake.ddl_history`.
 
 The statement's position is the message's when the format gives one (canal/DRS ``id``, dtle/Debezium binlog
-position). CKafka's canal-format DDL has none: a truncate then takes the position of the nearest row change in the
-same input file (the next one, else the previous one), which places it correctly among the rows of that file.
+position). CKafka's canal-format DDL has none: a truncate then takes the position of its table's nearest row change
+in the batch (the next one, else the previous one; :func:`cdclake.normalize._nearest_position`), which places it
+correctly among the table's rows.
 """
 
 from __future__ import annotations
@@ -80,6 +83,10 @@ SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with
               "at once when the batch has no rows of the table)")
 SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing learned but a key it names"
 SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
+SKIP_SNAPSHOT_DROP = (
+    "DDL DROP TABLE (or TRUNCATE) in a snapshot: the connector writes `DROP TABLE IF EXISTS` before each table's "
+    "CREATE TABLE when it snapshots the schema (Debezium MySQL, also for schema_only/recovery snapshots); the source "
+    "table was not dropped, so the lake table keeps its rows")
 
 
 POLICIES = ("evolve", "ignore", "fail")
@@ -285,7 +292,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         if not events:
             done("skip", "DDL: empty statement")
             continue
-        # One message is one record: its first statement decides the outcome, later ones only add knowledge.
+        # One message is one record: its first statement decides the outcome, later ones only add knowledge, and
+        # truncates of the other tables a statement names.
         results: list[tuple[str, str, dict[str, Any]]] = []
         for event in events:
             if event.table and not (event.database or namespace) and event.kind in _TABLE_STATEMENTS:
@@ -309,6 +317,9 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 continue
             if event.kind not in ("alter_table", "truncate", "drop_table", "rename_table") or not tid:
                 results.append(("skip", f"DDL {event.kind.replace('_', ' ')}: no effect on tables", {}))
+                continue
+            if event.kind in ("truncate", "drop_table") and record.get("snapshot"):
+                results.append(("skip", SKIP_SNAPSHOT_DROP, {"table_id": tid}))
                 continue
             policy = policies.for_table(tid)
             what = _describe(event)
@@ -335,6 +346,11 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         done(status, reason, **changes)
         if status == "ok":
             outcome.records[-1]["reason"] = None
+        # `DROP TABLE a, b` (PostgreSQL: `TRUNCATE a, b`) empties every table it names: one truncate each.
+        for extra_status, _, extra in results[1:]:
+            if extra_status == "ok" and extra.get("table_id") != changes.get("table_id"):
+                done("ok", "", **extra)
+                outcome.records[-1]["reason"] = None
     log.info("interpreted %d DDL record(s): %s; lake changes %s; stopped %s", len(records),
              {t: {"key": d.key, "columns": list(d.columns)} for t, d in outcome.tables.items()},
              outcome.changes or "none", list(outcome.stopped) or "none")

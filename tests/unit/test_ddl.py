@@ -211,7 +211,7 @@ def test_mysql_alter_with_several_actions() -> None:
         "alter_table",
         "shop",
         "t",
-        added=(_col("a", "int"), _col("d", "varchar(8)", False)),
+        added=(_col("a", "int"), _col("d", "varchar(8)", False, "")),  # MySQL fills the rows with ''
         dropped=("b",),
         modified=(_col("c", "bigint"), _col("e", "decimal(12,4) unsigned")),
         sql=sql,
@@ -266,7 +266,23 @@ def test_mysql_alter_table_rename_with_other_actions_is_an_alter() -> None:
 
 def test_mysql_add_parenthesized_columns_uses_the_fallback() -> None:
     sql = "ALTER TABLE t ADD (a int, b varchar(3) NOT NULL), ADD COLUMN (c json)"
-    assert _one(sql).added == (_col("a", "int"), _col("b", "varchar(3)", False), _col("c", "json"))
+    assert _one(sql).added == (_col("a", "int"), _col("b", "varchar(3)", False, ""), _col("c", "json"))
+
+
+@pytest.mark.parametrize(("definition", "default"), [
+    ("int NOT NULL", "0"), ("bigint unsigned NOT NULL AFTER id", "0"), ("decimal(10,2) NOT NULL", "0"),
+    ("tinyint(1) NOT NULL", "0"), ("varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", ""),
+    ("text NOT NULL COMMENT 'x'", ""), ("enum('it''s','b') NOT NULL", "it's"), ("time NOT NULL", "00:00:00"),
+    # no implicit value the lake keeps (zero dates, binary, JSON), or a value of the column's own
+    ("datetime NOT NULL", None), ("varbinary(4) NOT NULL", None), ("json NOT NULL", None),
+    ("int NOT NULL AUTO_INCREMENT", None), ("int NOT NULL DEFAULT 3", "3"), ("int", None),
+    ("varchar(36) NOT NULL DEFAULT (uuid())", None),
+])
+def test_a_mysql_not_null_column_added_without_a_default_has_its_types_implicit_one(definition: str,
+                                                                                      default: str | None) -> None:
+    assert _one(f"ALTER TABLE t ADD COLUMN c {definition}").added[0].default == default
+    assert _one(f"CREATE TABLE t (id int NOT NULL PRIMARY KEY, c {definition})").columns[1].default == (
+        default if "DEFAULT" in definition else None)
 
 
 def test_mysql_partition_actions_are_skipped() -> None:

@@ -66,3 +66,19 @@ def test_statements_that_share_a_source_position_apply_in_message_order(spark, s
             if tid in set(list_tables(session_lake))}
     assert lake == {f"{columns}.items": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}],
                     f"{tables}.moved": [{"id": 1, "name": "a"}], f"{tables}.items": [{"id": 2, "name": "b"}]}
+
+
+def test_a_mysql_not_null_column_added_without_a_default_fills_the_earlier_rows_with_its_types(spark,
+                                                                                                session_lake) -> None:
+    db = f"implicit{uuid.uuid4().hex[:6]}"
+    added = {**{"id": ("int", 4), "name": ("varchar(20)", 12)}, "n": ("int", 4), "e": ("enum('x','y')", 4),
+             "s": ("varchar(10)", 12), "u": ("int", 4)}
+    apply_messages(spark, session_lake, db, "0", [
+        canal(db, "INSERT", [{"id": "1", "name": "a"}], 10),
+        _ddl(db, "ALTER TABLE `items` ADD COLUMN `n` int NOT NULL, ADD COLUMN `e` enum('x','y') NOT NULL, "
+                 "ADD COLUMN `s` varchar(10) NOT NULL COMMENT 'label', ADD COLUMN `u` int NOT NULL DEFAULT 7", 11),
+        canal(db, "INSERT", [{"id": "2", "name": "b", "n": "3", "e": "y", "s": "t", "u": "4"}], 12, types=added),
+    ])
+    assert dump_rows(session_lake, f"{db}.items") == [
+        {"id": 1, "name": "a", "n": 0, "e": "x", "s": "", "u": 7},
+        {"id": 2, "name": "b", "n": 3, "e": "y", "s": "t", "u": 4}]
