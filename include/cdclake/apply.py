@@ -89,6 +89,10 @@ FULL_SYNC_MARKER = "init"
 """``snapshot`` of a DRS full-sync row (``INIT``). A full sync has no end marker: it is complete at the table's first
 streamed change positioned after its rows, which triggers reconciliation like a Debezium snapshot's end."""
 FULL_SYNC_PROPERTY = "cdclake.open-full-sync"
+DEFAULT_FILLS_PROPERTY = "cdclake.default-fills"
+"""Table property: the ``ALTER TABLE .. ADD .. DEFAULT`` fills applied to the table (JSON list of ``column``,
+``value``, ``type``, ``before``), so a change written before the statement that arrives later (out of order, a
+quarantine replay) takes the default too."""
 """Table property: the first and last positions (and the last row's source time) of a full sync whose completion
 has not been seen yet, as JSON; empty when none is open."""
 COMMIT_ATTEMPTS = 5
@@ -249,6 +253,31 @@ def _fill_defaults(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, s
                       f"WHERE {condition}")
             log.info("table %s: rows written before position %s take %s's default %r", tid, fill["before"],
                      fill["column"], fill["value"])
+
+
+def recorded_fills(properties: Mapping[str, str]) -> list[dict[str, str]]:
+    """The default fills a table records (:data:`DEFAULT_FILLS_PROPERTY`)."""
+    try:
+        fills = json.loads(properties.get(DEFAULT_FILLS_PROPERTY) or "[]")
+    except ValueError:
+        return []
+    return [f for f in fills if isinstance(f, dict)] if isinstance(fills, list) else []
+
+
+def _record_fills(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, str]]) -> None:
+    unique = list({json.dumps(f, sort_keys=True): dict(f) for f in fills}.values())
+    spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
+              f"('{DEFAULT_FILLS_PROPERTY}'='{sql_literal(json.dumps(unique, sort_keys=True))}')")
+
+
+def forget_fills(spark: SparkSession, tid: str, column: str, renamed_to: str | None = None) -> None:
+    """A column's recorded default fills, after ``DROP COLUMN`` (forgotten: the values are gone at the source) or
+    ``RENAME COLUMN`` (kept under the new name)."""
+    fills = recorded_fills(table_properties(spark, tid))
+    kept = [f if f["column"] != column else {**f, "column": renamed_to} for f in fills
+            if f["column"] != column or renamed_to]
+    if kept != fills:
+        _record_fills(spark, tid, kept)
 
 
 def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[StructField]) -> None:
@@ -775,7 +804,8 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     ).first()
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
-    full_sync_before = table_properties(spark, tid).get(FULL_SYNC_PROPERTY, "") if options.reconcile_snapshots else ""
+    properties = table_properties(spark, tid)
+    full_sync_before = properties.get(FULL_SYNC_PROPERTY, "") if options.reconcile_snapshots else ""
     full_sync_cut, full_sync_after = _full_sync(full_sync_before, stats)
     if full_sync_after and full_sync_after != full_sync_before:
         # Recorded before the table changes: a re-run after a crash finds it (or records it again).
@@ -800,10 +830,18 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                 log.warning("table %s: %d change(s) have a %s field that does not cast to %s: the column is null "
                             "there (the document keeps the value)", tid, bad[f.name], f.name,
                             f.dataType.simpleString())
-    fills = [d for d in defaults if d["column"] in types]
-    if fills:
+    new_fills = [dict(d) for d in defaults if d["column"] in types]
+    if new_fills:
         with commit_properties(spark, props):
-            _fill_defaults(spark, tid, fills)
+            _fill_defaults(spark, tid, new_fills)
+        _record_fills(spark, tid, [*recorded_fills(properties), *new_fills])
+    # Per column, the newest statement's fill (a column dropped since forgot the older ones: forget_fills).
+    newest: dict[str, Mapping[str, str]] = {}
+    for fill in [*recorded_fills(properties), *new_fills]:
+        if fill["column"] in types and fill["before"] >= newest.get(fill["column"], {}).get("before", ""):
+            newest[fill["column"]] = fill
+    fills = list(newest.values())
+    if fills:
         flat = flat.withColumns({d["column"]: F.when(
             F.col(d["column"]).isNull() & (F.col("_cdc_position") < F.lit(d["before"])) & (F.col("_cdc_op") != "d"),
             F.lit(d["value"]).cast(d["type"])).otherwise(F.col(d["column"])) for d in fills})

@@ -82,3 +82,24 @@ def test_a_mysql_not_null_column_added_without_a_default_fills_the_earlier_rows_
     assert dump_rows(session_lake, f"{db}.items") == [
         {"id": 1, "name": "a", "n": 0, "e": "x", "s": "", "u": 7},
         {"id": 2, "name": "b", "n": 3, "e": "y", "s": "t", "u": 4}]
+
+
+def test_a_change_from_before_an_added_default_that_arrives_later_takes_the_default(spark, session_lake) -> None:
+    # Out of order, or a quarantined change replayed after the ALTER's batch: MySQL filled its row too.
+    db = f"latefill{uuid.uuid4().hex[:6]}"
+    with_c = {"id": ("int", 4), "name": ("varchar(20)", 12), "c": ("int", 4)}
+    batches = [
+        [canal(db, "INSERT", [{"id": "1", "name": "a"}], 100)],
+        [_ddl(db, "ALTER TABLE `items` ADD COLUMN `c` int DEFAULT 5", 300)],
+        [canal(db, "INSERT", [{"id": "4", "name": "d"}], 150),
+         canal(db, "INSERT", [{"id": "5", "name": "e", "c": "6"}], 400, types=with_c)],
+        # dropped and added again without a default: rows from before start empty, late ones too
+        [_ddl(db, "ALTER TABLE `items` DROP COLUMN `c`", 500), _ddl(db, "ALTER TABLE `items` ADD COLUMN `c` int", 510)],
+        [canal(db, "INSERT", [{"id": "6", "name": "f"}], 200)],
+    ]
+    lake = []
+    for n, messages in enumerate(batches):
+        apply_messages(spark, session_lake, db, str(n), messages)
+        lake.append([(r["id"], r.get("c")) for r in dump_rows(session_lake, f"{db}.items")])
+    assert lake[2] == [(1, 5), (4, 5), (5, 6)]
+    assert lake[4] == [(1, None), (4, None), (5, None), (6, None)]
