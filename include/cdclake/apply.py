@@ -89,12 +89,12 @@ FULL_SYNC_MARKER = "init"
 """``snapshot`` of a DRS full-sync row (``INIT``). A full sync has no end marker: it is complete at the table's first
 streamed change positioned after its rows, which triggers reconciliation like a Debezium snapshot's end."""
 FULL_SYNC_PROPERTY = "cdclake.open-full-sync"
+"""Table property: the first and last positions (and the last row's source time) of a full sync whose completion
+has not been seen yet, as JSON; empty when none is open."""
 DEFAULT_FILLS_PROPERTY = "cdclake.default-fills"
 """Table property: the ``ALTER TABLE .. ADD .. DEFAULT`` fills applied to the table (JSON list of ``column``,
 ``value``, ``type``, ``before``), so a change written before the statement that arrives later (out of order, a
 quarantine replay) takes the default too."""
-"""Table property: the first and last positions (and the last row's source time) of a full sync whose completion
-has not been seen yet, as JSON; empty when none is open."""
 COMMIT_ATTEMPTS = 5
 DOCUMENT_FIELDS_PROPERTY = "cdclake.document-fields"
 """Table property: the exposed document fields already filled from the stored documents (comma-separated)."""
@@ -831,13 +831,14 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                             "there (the document keeps the value)", tid, bad[f.name], f.name,
                             f.dataType.simpleString())
     new_fills = [dict(d) for d in defaults if d["column"] in types]
+    all_fills = [*recorded_fills(properties), *new_fills]
     if new_fills:
         with commit_properties(spark, props):
             _fill_defaults(spark, tid, new_fills)
-        _record_fills(spark, tid, [*recorded_fills(properties), *new_fills])
+        _record_fills(spark, tid, all_fills)
     # Per column, the newest statement's fill (a column dropped since forgot the older ones: forget_fills).
     newest: dict[str, Mapping[str, str]] = {}
-    for fill in [*recorded_fills(properties), *new_fills]:
+    for fill in all_fills:
         if fill["column"] in types and fill["before"] >= newest.get(fill["column"], {}).get("before", ""):
             newest[fill["column"]] = fill
     fills = list(newest.values())
