@@ -55,6 +55,15 @@ def ensure_namespace(spark: "SparkSession", namespace: str) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG_NAME}.`{namespace}`")
 
 
+def tables_in(spark: "SparkSession", namespace: str) -> list[str]:
+    """The ids of a namespace's lake tables (``namespace.table``), [] when the namespace does not exist or is one
+    of cdclake's own."""
+    if is_meta_namespace(namespace) or not spark.catalog.databaseExists(f"{CATALOG_NAME}.`{namespace}`"):
+        return []
+    return sorted(f"{namespace}.{r['tableName']}"
+                  for r in spark.sql(f"SHOW TABLES IN {CATALOG_NAME}.`{namespace}`").collect())
+
+
 def create_table(spark: "SparkSession", tid: str, ddl: str) -> bool:
     """Create a lake table with ``ddl`` (a ``CREATE TABLE IF NOT EXISTS`` of ``tid``), and its namespace, unless
     the table exists; return whether it was missing. The existence check is cheaper than the statement, and most

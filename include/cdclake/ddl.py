@@ -138,6 +138,10 @@ class DdlEvent:
             ``CHANGE``, under their new name).
         new_database: ``rename_table`` (and renaming ``alter_table``): the target's qualifier, or None.
         new_table: ``rename_table`` (and renaming ``alter_table``): the target table name.
+        like: ``create_table`` copying another table (``CREATE TABLE t LIKE s``, PostgreSQL's ``(LIKE s ..)``):
+            ``(qualifier or None, table)`` of ``s``; its columns come first, then ``columns``.
+        like_key: Whether the copy takes ``s``'s primary key (MySQL's ``LIKE`` copies its indexes; PostgreSQL's
+            only with ``INCLUDING INDEXES`` or ``INCLUDING ALL``).
         sql: The statement text this event came from.
     """
 
@@ -152,6 +156,8 @@ class DdlEvent:
     modified: tuple[DdlColumn, ...] = ()
     new_database: str | None = None
     new_table: str | None = None
+    like: tuple[str | None, str] | None = None
+    like_key: bool = False
     sql: str = ""
 
 
@@ -401,29 +407,76 @@ def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
     if kind != "TABLE":
         table = target.this if isinstance(target, exp.Schema) else target
         return DdlEvent("other", _qualifier(table), table.name or None, sql=src.text)
-    if not isinstance(target, exp.Schema):  # CREATE TABLE .. LIKE / AS SELECT: no column list to read
-        return _table_event("create_table", target, src.text)
+    if not isinstance(target, exp.Schema):  # CREATE TABLE t LIKE s, or .. AS SELECT: no column list to read
+        properties = tree.args.get("properties")
+        like = next((p for p in (properties.expressions if properties else ()) if isinstance(p, exp.LikeProperty)),
+                    None)
+        if like is None:
+            return _table_event("create_table", target, src.text)
+        return DdlEvent("create_table", _qualifier(target), target.name or None, like=_like_source(like),
+                        like_key=True, sql=src.text)
     columns, key = _schema_columns(target, src, dialect)
+    like = next((e for e in target.expressions if isinstance(e, exp.LikeProperty)), None)
     return DdlEvent(
-        "create_table", _qualifier(target.this), target.this.name, columns=columns, primary_key=key, sql=src.text
+        "create_table", _qualifier(target.this), target.this.name, columns=columns, primary_key=key,
+        like=_like_source(like) if like is not None else None, like_key=like is not None and _like_copies_key(like),
+        sql=src.text,
     )
 
 
+def _like_source(like: exp.LikeProperty) -> tuple[str | None, str]:
+    return _qualifier(like.this), like.this.name
+
+
+def _like_copies_key(like: exp.LikeProperty) -> bool:
+    """Whether PostgreSQL's ``(LIKE s options)`` copies the primary key: ``INCLUDING ALL`` or ``INDEXES`` (later
+    options win, as PostgreSQL reads them in order)."""
+    copies = False
+    for option in like.expressions:
+        action = str(option.this).upper()
+        what = option.args["value"].name.upper() if option.args.get("value") is not None else ""
+        if what in ("ALL", "INDEXES"):
+            copies = action == "INCLUDING"
+    return copies
+
+
 def _schema_columns(schema: exp.Schema, src: _Source, dialect: str) -> tuple[tuple[DdlColumn, ...], tuple[str, ...]]:
-    """Columns and primary key of a CREATE TABLE column list; key columns are marked NOT NULL."""
+    """Columns and primary key of a CREATE TABLE column list; key columns are marked NOT NULL.
+
+    A MySQL table without a PRIMARY KEY has its first UNIQUE index whose columns are all NOT NULL as one (InnoDB's
+    clustered index; ``DESC`` shows it as ``PRI``, and canal's ``pkNames`` name it)."""
     columns: list[DdlColumn] = []
     inline_key: list[str] = []
     table_key: list[str] = []
+    uniques: list[list[str] | None] = []  # None: a prefix index (``name(10)``), which cannot be the key
     for element in schema.expressions:
         if isinstance(element, exp.ColumnDef):
             columns.append(_column(element, src, dialect))
             if _has_inline_primary_key(element):
                 inline_key.append(element.name)
+            if any(isinstance(c.args.get("kind"), exp.UniqueColumnConstraint) for c in element.constraints):
+                uniques.append([element.name])
         else:
             table_key.extend(_constraint_key(element))
+            uniques.extend(_unique_columns(element))
     key = tuple(dict.fromkeys(table_key or inline_key))
+    if not key and dialect == "mysql":
+        not_null = {c.name for c in columns if not c.nullable}
+        key = next((tuple(u) for u in uniques if u and set(u) <= not_null), ())
     columns = [replace(c, nullable=False) if c.name in key else c for c in columns]
     return tuple(columns), key
+
+
+def _unique_columns(element: exp.Expr) -> list[list[str] | None]:
+    """The column lists of a table-level ``UNIQUE [KEY name] (cols)`` (or ``CONSTRAINT c UNIQUE (cols)``)."""
+    parts = element.expressions if isinstance(element, exp.Constraint) else [element]
+    found: list[list[str] | None] = []
+    for part in parts:
+        if isinstance(part, exp.UniqueColumnConstraint) and isinstance(part.this, exp.Schema):
+            names = part.this.expressions
+            found.append(None if any(isinstance(n, exp.ColumnPrefix) for n in names)
+                         else [_key_column_name(n) for n in names])
+    return found
 
 
 def _has_inline_primary_key(column: exp.ColumnDef) -> bool:

@@ -50,6 +50,7 @@ from pyspark.sql.types import (
 from cdclake import ddl_history, ddl_stops, quarantine, tombstones
 from cdclake.catalog import (
     BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, table_exists, table_properties, table_schema,
+    tables_in,
 )
 from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
@@ -893,7 +894,13 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
-    outcome = interpret(ddl_rows, policies)
+    outcome = interpret(ddl_rows, policies, lake_tables=lambda namespace: tables_in(spark, namespace))
+    for definition in outcome.tables.values():
+        if definition.like and table_exists(spark, definition.like):  # CREATE TABLE t LIKE s, s in the lake only
+            copied = {c.name: c for c in _existing_columns(spark, definition.like)}
+            definition.columns = {**copied, **definition.columns}
+            if definition.like_key and not definition.key:
+                definition.key = tuple(key_columns_of(spark, definition.like))
     for record in outcome.records:
         record["row_schema"] = None  # it held the DDL's context, not a row schema
         # The statement's text spells the table as its author typed it (MySQL's lower_case_table_names=1 keeps

@@ -94,9 +94,16 @@ class TableCounts:
     rows_before: int = 0
     rows_after: int = 0
     truncated: int = 0
+    unknown_values: int = 0
+    """Rows inserted with a column whose value the change did not carry (Debezium's unchanged-TOAST placeholder)
+    and the lake did not have either (no earlier row of the key): that column is null. Left out of
+    :meth:`to_dict` when 0."""
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.unknown_values:
+            del data["unknown_values"]
+        return data
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ DROP TABLE                   a truncate change at the statement's position: the 
                              Iceberg table and its history stay (a re-created source table continues in it)
 RENAME TABLE                 the lake table (with its changelog and tombstones) is renamed; changes that still
                              name the old table are routed to the new one
+DROP DATABASE / SCHEMA       a DROP TABLE of each table of it the lake has or the batch's DDL defined
 DROP TABLE in a snapshot     skipped with a counted reason: the connector wrote it while recording the schema it
                              read (Debezium MySQL's snapshot writes ``DROP TABLE IF EXISTS`` before each CREATE)
-database / index DDL         skipped with a counted reason (no effect on tables)
+other database, index DDL    skipped with a counted reason (no effect on tables)
 unparsable                   quarantined with the parser's reason
 ===========================  ===============================================================================
 
@@ -47,12 +48,12 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from cdclake.ddl import DdlError, DdlEvent, parse_ddl
 from cdclake.exceptions import ConfigError
 from cdclake.formats.connect import ColumnType
-from cdclake.identity import table_id
+from cdclake.identity import sanitize, split_table_id, table_id
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,10 @@ class TableDefinition:
     dropped_at: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Column -> the parsed record of the batch's last ``DROP COLUMN`` of it. Where the batch adds the column
     again, images written before the drop do not fill it (:func:`cdclake.normalize._cleared_columns`)."""
+    like: str | None = None
+    """``CREATE TABLE .. LIKE`` of a table the batch's DDL does not define: its id, whose lake table gives the
+    columns (and, with ``like_key``, the key) this definition lacks."""
+    like_key: bool = False
 
 
 @dataclass
@@ -257,13 +262,17 @@ def _describe(event: DdlEvent) -> str:
     return ", ".join(parts) or event.kind.replace("_", " ").upper()
 
 
-def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None) -> Outcome:
+def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None,
+              lake_tables: Callable[[str], list[str]] | None = None) -> Outcome:
     """Interpret DDL records (dicts with the parsed-record columns), in stream order.
 
     Args:
         records: Parsed records with status ``ddl``; ``ddl`` holds the statement, ``row_schema`` a JSON context
             with ``dialect``, ``namespace`` (the message's database/schema) and, for canal, ``table``.
         policies: Each table's DDL policy (default: ``evolve`` everywhere).
+        lake_tables: The lake's table ids in a namespace: a ``DROP DATABASE`` (``DROP SCHEMA``) drops each of them
+            (and the tables the batch's DDL defined there), as a ``DROP TABLE`` of each. Without it, only those
+            the batch's DDL defined.
     """
     policies = policies or DdlPolicies()
     outcome = Outcome()
@@ -292,6 +301,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         if not events:
             done("skip", "DDL: empty statement")
             continue
+        events = [e for event in events for e in _dropped_tables(event, outcome, lake_tables)]
         # One message is one record: its first statement decides the outcome, later ones only add knowledge, and
         # truncates of the other tables a statement names.
         results: list[tuple[str, str, dict[str, Any]]] = []
@@ -310,10 +320,13 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 definition.columns = _columns(dialect, event.columns)
                 definition.key = tuple(event.primary_key) or _table_changes_key(ctx, event.table or "")
                 definition.created = True
+                if event.like:
+                    _copy_like(event, table_id(event.like[0] or namespace, None, event.like[1]), definition, outcome)
                 if policies.for_table(tid) == "evolve":  # takes back a renamed-away name (ddl_history)
                     outcome.changes.append(LakeChange("create_table", tid, tid, "", event.sql, str(where)))
                 # TiCDC's Debezium protocol writes `CREATE TABLE t` with the columns only in tableChanges.
-                results.append(("skip", SKIP_CREATE if event.columns else SKIP_CREATE_NO_COLUMNS, {"table_id": tid}))
+                results.append(("skip", SKIP_CREATE if event.columns or event.like else SKIP_CREATE_NO_COLUMNS,
+                                {"table_id": tid}))
                 continue
             if event.kind not in ("alter_table", "truncate", "drop_table", "rename_table") or not tid:
                 results.append(("skip", f"DDL {event.kind.replace('_', ' ')}: no effect on tables", {}))
@@ -355,6 +368,30 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
              {t: {"key": d.key, "columns": list(d.columns)} for t, d in outcome.tables.items()},
              outcome.changes or "none", list(outcome.stopped) or "none")
     return outcome
+
+
+def _dropped_tables(event: DdlEvent, outcome: Outcome,
+                    lake_tables: Callable[[str], list[str]] | None) -> list[DdlEvent]:
+    """A ``DROP DATABASE d`` as a ``DROP TABLE`` of each table of ``d`` the lake or the batch's DDL knows (the
+    event itself where there is none); any other event as it is."""
+    if event.kind != "drop_database" or not event.database:
+        return [event]
+    namespace = sanitize(event.database)
+    tids = sorted({*(lake_tables(namespace) if lake_tables else ()),
+                   *(t for t in outcome.tables if split_table_id(t)[0] == namespace)})
+    return [DdlEvent("drop_table", namespace, split_table_id(t)[1], sql=event.sql) for t in tids] or [event]
+
+
+def _copy_like(event: DdlEvent, source: str, definition: TableDefinition, outcome: Outcome) -> None:
+    """``CREATE TABLE t LIKE s``: ``t`` starts with ``s``'s columns (and key, where the statement copies it), as
+    the batch's DDL knows them; where it does not, :mod:`cdclake.normalize` reads them from the lake table ``s``."""
+    known = outcome.tables.get(source)
+    if known is None or not known.columns:
+        definition.like, definition.like_key = source, event.like_key
+        return
+    definition.columns = {**known.columns, **definition.columns}
+    if event.like_key and not definition.key:
+        definition.key = known.key
 
 
 def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcome: Outcome,

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.cdc_model import EXTRA, Event, Reference, encode, simulate
+from tests.support.cdc_model import EXTRA, PLACEHOLDER, Event, Reference, encode, simulate
 
 REGRESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "apply_regressions"
 EXAMPLES = int(os.environ.get("CDCLAKE_PROPERTY_EXAMPLES", "8"))
@@ -257,3 +257,18 @@ def test_changes_delivered_again_are_applied_once(spark, session_lake, tmp_path,
     assert (again.inserted, again.updated, again.deleted) == (1, 0, 0), again
     live = {k: v for k, v in _lake_rows(spark, tid, soft).items() if not (soft and v[1])}
     assert sorted(live) == [1, 3]
+
+
+def test_a_toast_placeholder_on_a_key_the_lake_never_had_is_stored_null_and_counted(spark, session_lake,
+                                                                                    tmp_path) -> None:
+    """An update whose unchanged TOAST column's value the lake cannot know (its row is older than the lake, e.g.
+    from before the snapshot): the column is null, and the counts say how many rows that happened to."""
+    def row(n: int, note: str | None = None) -> dict[str, Any]:
+        return {"name": f"n{n}", "qty": n, "note": note or f"note-{n}"}
+
+    first = [Event(1008, "c", 1, row(1)), Event(1016, "u", 2, row(2, PLACEHOLDER), toast=True)]
+    second = [Event(1024, "u", 1, row(11, PLACEHOLDER), toast=True),
+              Event(1032, "u", 3, row(3, PLACEHOLDER), toast=True)]
+    tid, counts = run_scenario(spark, session_lake, tmp_path, [first, second], soft=False, truth=None)
+    assert [(c.inserted, c.updated, c.unknown_values) for c in counts] == [(2, 0, 1), (1, 1, 1)]
+    assert {k: v["note"] for k, v in _lake_rows(spark, tid, False).items()} == {1: "note-1", 2: None, 3: None}

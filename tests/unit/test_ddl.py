@@ -179,8 +179,15 @@ def test_mysql_table_without_primary_key() -> None:
     assert event.columns == (_col("msg", "text"),)
 
 
-def test_mysql_create_table_like_has_no_columns() -> None:
-    assert _one("CREATE TABLE t2 LIKE t1") == DdlEvent("create_table", None, "t2", sql="CREATE TABLE t2 LIKE t1")
+def test_a_create_table_like_names_the_table_it_copies_and_whether_it_copies_the_key() -> None:
+    assert _one("CREATE TABLE t2 LIKE d.t1") == DdlEvent(
+        "create_table", None, "t2", like=("d", "t1"), like_key=True, sql="CREATE TABLE t2 LIKE d.t1")
+    # PostgreSQL copies the primary key only with INCLUDING INDEXES (or ALL); later options win
+    assert _one("CREATE TABLE s.t2 (LIKE s.t1)", "postgres").like_key is False
+    assert _one("CREATE TABLE t2 (LIKE t1 INCLUDING INDEXES)", "postgres").like_key is True
+    extra = _one("CREATE TABLE t2 (LIKE t1 INCLUDING ALL EXCLUDING INDEXES, extra int)", "postgres")
+    assert (extra.like, extra.like_key, [c.name for c in extra.columns]) == ((None, "t1"), False, ["extra"])
+    assert _one("CREATE TABLE t2 AS SELECT * FROM t1").like is None
 
 
 def test_mysql_partition_by_hash_falls_back_to_the_column_list() -> None:
@@ -652,3 +659,15 @@ def test_events_are_frozen() -> None:
 def test_a_constant_default_is_kept_as_its_text(sql: str, dialect: str, default: str | None) -> None:
     (event,) = parse_ddl(sql, dialect)
     assert event.added[0].default == default
+
+
+def test_a_mysql_table_without_a_primary_key_is_keyed_by_its_first_unique_not_null_index() -> None:
+    # InnoDB makes it the clustered index and DESC shows it as PRI (canal's pkNames name it); a prefix index or a
+    # nullable column cannot be that key, and PostgreSQL has no such rule.
+    sql = ("CREATE TABLE t (a int NOT NULL, b varchar(10) NOT NULL, c int, UNIQUE KEY p (b(5)), UNIQUE KEY n (a, c), "
+           "CONSTRAINT u UNIQUE (a, b), UNIQUE KEY a1 (a))")
+    assert _one(sql).primary_key == ("a", "b")
+    assert _one("CREATE TABLE t (a int, b int NOT NULL UNIQUE)").primary_key == ("b",)
+    assert _one("CREATE TABLE t (a int NOT NULL UNIQUE, b int NOT NULL, PRIMARY KEY (b))").primary_key == ("b",)
+    assert _one("CREATE TABLE t (a int, UNIQUE KEY (a))").primary_key == ()
+    assert _one("CREATE TABLE t (a int NOT NULL UNIQUE)", "postgres").primary_key == ()

@@ -105,3 +105,46 @@ def test_the_drop_table_a_mysql_snapshot_writes_before_each_create_leaves_the_ro
     apply_messages(spark, session_lake, db, "3", [ddl(1100, f"DROP TABLE IF EXISTS `{db}`.`items`", "false")],
                    fmt="debezium")
     assert dump_rows(session_lake, f"{db}.items") == []
+
+
+def _update(db: str, table: str, pos: int, old: dict[str, str], **values: str) -> dict[str, Any]:
+    return {**_insert(db, table, pos, **values), "OLD_VALUES": old, "TYPE": "U"}
+
+
+def test_a_table_created_like_another_takes_its_columns_and_key(spark, session_lake) -> None:
+    # CKafka's row messages carry no key: MySQL's CREATE TABLE t LIKE s copies s's primary key, so t's updates
+    # replace rows by it, in the batch that knows s's CREATE and in a later one, where only the lake has s.
+    db = f"cklike{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        _create(db, "s", "`v` varchar(10), `n` int"),
+        _ddl(db, "t", "CREATE", "CREATE TABLE `t` LIKE `s`"),
+        _insert(db, "t", 100, id="1", v="a", n="1"),
+        _update(db, "t", 110, {"id": "1", "v": "a", "n": "1"}, id="1", v="b", n="1"),
+    ], fmt="ckafka")
+    apply_messages(spark, session_lake, db, "1", [
+        _ddl(db, "u", "CREATE", f"CREATE TABLE IF NOT EXISTS `{db}`.`u` LIKE `{db}`.`s`"),
+        _insert(db, "u", 200, id="7", v="x", n="2"),
+        _update(db, "u", 210, {"id": "7", "v": "x", "n": "2"}, id="7", v="y", n="3"),
+    ], fmt="ckafka")
+    assert _tables(session_lake, db) == {
+        f"{db}.s": [], f"{db}.t": [{"id": 1, "v": "b", "n": 1}], f"{db}.u": [{"id": 7, "v": "y", "n": 3}]}
+
+
+def test_a_dropped_database_empties_each_of_its_tables(spark, session_lake) -> None:
+    # DROP DATABASE drops every table in it: a table created again afterwards holds only its new rows, and one
+    # the batch does not mention (the lake has it from an earlier batch) is emptied too. Another database's is not.
+    db, other = f"ckdropdb{uuid.uuid4().hex[:6]}", f"ckkeep{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        _create(db, "a"), _create(db, "b"), _create(other, "c"),
+        _insert(db, "a", 100, id="1", v="x"), _insert(db, "b", 110, id="1", v="x"),
+        _insert(other, "c", 120, id="1", v="x"),
+    ], fmt="ckafka")
+    apply_messages(spark, session_lake, db, "1", [
+        _insert(db, "a", 200, id="2", v="y"),
+        _ddl(db, "", "QUERY", f"DROP DATABASE `{db}`"),
+        _ddl(db, "", "QUERY", f"CREATE DATABASE `{db}`"),
+        _create(db, "a"),
+        _insert(db, "a", 300, id="3", v="z"),
+    ], fmt="ckafka")
+    assert _tables(session_lake, db) == {f"{db}.a": [{"id": 3, "v": "z"}], f"{db}.b": []}
+    assert _tables(session_lake, other) == {f"{other}.c": [{"id": 1, "v": "x"}]}
