@@ -15,7 +15,7 @@ import datetime as dt
 import decimal
 import math
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from cdclake.catalog import BOOKKEEPING_PREFIX, KEY_COLUMNS_PROPERTY, is_meta_namespace, pyiceberg_catalog
 from cdclake.exceptions import ConfigError
@@ -62,27 +62,53 @@ def _catalog_exists(settings: LakeSettings) -> bool:
 
 
 def _pylist(table: "pa.Table") -> list[dict[str, Any]]:
-    """Rows of an Arrow table as Python values, with microsecond timestamps already rendered: Python's datetime
-    ends at year 9999 and Iceberg's timestamps do not (Debezium's stand-in for PostgreSQL's ``infinity`` is in year
-    294247)."""
-    import pyarrow as pa
-
-    zoned = {}
+    """Rows of an Arrow table as Python values, with dates and microsecond timestamps (also in lists) already
+    rendered: Python's dates end at year 9999 and begin at year 1, Iceberg's do not (Debezium's stand-ins for
+    PostgreSQL's ``infinity`` are in years 294247 and 5877611; PostgreSQL has BC dates)."""
+    renderers: dict[str, Callable[[Any], Any]] = {}
     for i, field in enumerate(table.schema):
-        if pa.types.is_timestamp(field.type) and field.type.unit == "us":
-            zoned[field.name] = field.type.tz is not None
-            table = table.set_column(i, field.name, table.column(i).cast(pa.int64()))
+        counted = _as_counts(field.type)
+        if counted is not None:
+            counts_type, renderers[field.name] = counted
+            table = table.set_column(i, field.name, table.column(i).cast(counts_type))
     rows = table.to_pylist()
     for row in rows:
-        for name, tz in zoned.items():
-            if row[name] is not None:
-                row[name] = _timestamp_text(row[name], zoned=tz)
+        for name, render_counts in renderers.items():
+            row[name] = render_counts(row[name])
     return rows
+
+
+def _as_counts(arrow_type: "pa.DataType") -> "tuple[pa.DataType, Callable[[Any], Any]] | None":
+    """For a date or microsecond timestamp type (or a list of one): the integer type its values are cast to (days,
+    microseconds), and the function that renders such a value as text; None for other types."""
+    import pyarrow as pa
+
+    def nullable(text: Callable[[int], str]) -> Callable[[Any], Any]:
+        return lambda value: None if value is None else text(value)
+
+    if pa.types.is_date32(arrow_type):
+        return pa.int32(), nullable(_date_text)
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":
+        zoned = arrow_type.tz is not None
+        return pa.int64(), nullable(lambda micros: _timestamp_text(micros, zoned=zoned))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        inner = _as_counts(arrow_type.value_type)
+        if inner is not None:
+            element_type, render_element = inner
+            list_type = pa.list_(element_type) if pa.types.is_list(arrow_type) else pa.large_list(element_type)
+            return list_type, nullable(lambda values: [render_element(v) for v in values])
+    return None
+
+
+def _date_text(days: int) -> str:
+    """``YYYY-MM-DD`` of any day count since 1970-01-01 (ISO 8601's ``-YYYY`` before year 0)."""
+    return _timestamp_text(days * 86_400_000_000, zoned=False)[:-16]
 
 
 def _timestamp_text(micros: int, *, zoned: bool) -> str:
     """``YYYY-MM-DDTHH:MM:SS.ffffff`` (+ ``Z`` when zoned) of any microsecond count, in the proleptic Gregorian
-    calendar (days to civil date: H. Hinnant's algorithm, valid for every year)."""
+    calendar (days to civil date: H. Hinnant's algorithm, valid for every year; ISO 8601's ``-YYYY`` for years
+    before 0)."""
     days, micro_of_day = divmod(micros, 86_400_000_000)
     z = days + 719_468
     era, doe = divmod(z, 146_097)
@@ -93,7 +119,7 @@ def _timestamp_text(micros: int, *, zoned: bool) -> str:
     year = yoe + era * 400 + (month <= 2)
     seconds, fraction = divmod(micro_of_day, 1_000_000)
     clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
-    return f"{year:04d}-{month:02d}-{day:02d}T{clock}{'Z' if zoned else ''}"
+    return f"{'-' if year < 0 else ''}{abs(year):04d}-{month:02d}-{day:02d}T{clock}{'Z' if zoned else ''}"
 
 
 def render(value: Any) -> Any:

@@ -41,3 +41,28 @@ def test_non_finite_floats_render_as_the_strings_debezium_writes():
     assert [render(v) for v in (float("nan"), float("inf"), float("-inf"), 1.5, [float("nan")])] == [
         "NaN", "Infinity", "-Infinity", 1.5, ["NaN"]]
     assert json.loads(json.dumps(render({"x": float("inf")}), allow_nan=False)) == {"x": "Infinity"}
+
+
+def test_dates_and_timestamps_beyond_pythons_years_render_as_iso_text():
+    """Debezium's stand-ins for PostgreSQL's ``infinity`` (date 5877611-06-21, timestamp year 294247) and BC
+    values are stored as they are; Python's date and datetime end at year 9999 and begin at year 1, so ``dump``
+    failed with an OverflowError on such a row. Expected texts are ISO 8601 (``-YYYY`` before year 0)."""
+    import pyarrow as pa
+
+    from cdclake.reader import _pylist
+
+    days = [0, 2146033979, -719528 - 366, None, 19783]
+    micros = [9223372036854775807, -62135596800000001, -63524131200000000, None, 0]
+    table = pa.table({
+        "d": pa.array(days, pa.int32()).cast(pa.date32()),
+        "ts": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "ntz": pa.array(micros, pa.int64()).cast(pa.timestamp("us")),
+        "dates": pa.array([days, None, [], [None], [1]], pa.list_(pa.int32())).cast(pa.list_(pa.date32())),
+    })
+    rows = _pylist(table)
+    assert [r["d"] for r in rows] == ["1970-01-01", "5877611-06-21", "-0002-12-31", None, "2024-03-01"]
+    assert [r["ts"] for r in rows] == ["294247-01-10T04:00:54.775807Z", "0000-12-31T23:59:59.999999Z",
+                                       "-0043-01-01T00:00:00.000000Z", None, "1970-01-01T00:00:00.000000Z"]
+    assert rows[0]["ntz"] == "294247-01-10T04:00:54.775807"
+    assert [r["dates"] for r in rows] == [
+        ["1970-01-01", "5877611-06-21", "-0002-12-31", None, "2024-03-01"], None, [], [None], ["1970-01-02"]]
