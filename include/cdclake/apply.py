@@ -51,7 +51,7 @@ import datetime as dt
 import json
 import logging
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -63,8 +63,9 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_TABLE_PROPERTY, commit_properties,
-    create_table, retry_conflicts, sql_literal, table_exists, table_properties, table_schema,
+    CHANGELOG_NAMESPACE, CONNECT_TYPES_PROPERTY, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_TABLE_PROPERTY,
+    commit_properties, create_table, recorded_connect_types, retry_conflicts, sql_literal, table_exists,
+    table_properties, table_schema,
 )
 from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
@@ -86,6 +87,8 @@ BOOKKEEPING: tuple[tuple[str, str], ...] = (
 DELETE_MODE_PROPERTY = "cdclake.delete-mode"
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
 """``snapshot`` values that end a table's snapshot (Debezium); the end triggers re-snapshot reconciliation."""
+SNAPSHOT_READ_MARKERS = ("true", "first", "first_in_data_collection")
+"""``snapshot`` values of a Debezium snapshot's other reads (not its incremental snapshots')."""
 FULL_SYNC_MARKER = "init"
 """``snapshot`` of a DRS full-sync row (``INIT``). A full sync has no end marker: it is complete at the table's first
 streamed change positioned after its rows, which triggers reconciliation like a Debezium snapshot's end."""
@@ -271,14 +274,32 @@ def _record_fills(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, st
               f"('{DEFAULT_FILLS_PROPERTY}'='{sql_literal(json.dumps(unique, sort_keys=True))}')")
 
 
-def forget_fills(spark: SparkSession, tid: str, column: str, renamed_to: str | None = None) -> None:
-    """A column's recorded default fills, after ``DROP COLUMN`` (forgotten: the values are gone at the source) or
-    ``RENAME COLUMN`` (kept under the new name)."""
-    fills = recorded_fills(table_properties(spark, tid))
+def _record_connect_types(spark: SparkSession, tid: str, properties: Mapping[str, str],
+                          connect_types: Mapping[str, Any]) -> None:
+    """Record the Connect types of the batch's columns on the table, where they are new or changed."""
+    recorded = recorded_connect_types(dict(properties))
+    merged = {**recorded, **connect_types}
+    if merged != recorded:
+        spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
+                  f"('{CONNECT_TYPES_PROPERTY}'='{sql_literal(json.dumps(merged, sort_keys=True))}')")
+
+
+def forget_column(spark: SparkSession, tid: str, column: str, renamed_to: str | None = None) -> None:
+    """What a table records of a column (its default fills, its Connect type), after ``DROP COLUMN`` (forgotten:
+    the values are gone at the source) or ``RENAME COLUMN`` (kept under the new name)."""
+    properties = table_properties(spark, tid)
+    fills = recorded_fills(properties)
     kept = [f if f["column"] != column else {**f, "column": renamed_to} for f in fills
             if f["column"] != column or renamed_to]
     if kept != fills:
         _record_fills(spark, tid, kept)
+    types = recorded_connect_types(properties)
+    if column in types:
+        spec = types.pop(column)
+        if renamed_to:
+            types[renamed_to] = spec
+        spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
+                  f"('{CONNECT_TYPES_PROPERTY}'='{sql_literal(json.dumps(types, sort_keys=True))}')")
 
 
 def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[StructField]) -> None:
@@ -740,7 +761,8 @@ def _seed_history(spark: SparkSession, tid: str, hid: str, columns: Sequence[Str
 def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str],
                 options: ApplyOptions = ApplyOptions(), source: str | None = None,
                 batch_id: str | None = None, defaults: Sequence[Mapping[str, str]] = (),
-                source_table: str | None = None) -> TableCounts:
+                source_table: str | None = None, connect_types: Mapping[str, Any] | None = None,
+                snapshot_ends: Sequence[str] = ()) -> TableCounts:
     """Apply one table's canonical records of one batch; see the module docstring.
 
     Args:
@@ -756,6 +778,11 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
             is null, as the source filled its existing rows.
         source_table: The source table the records are changes of, as its stream spells it (normalize's staging
             entry ``source_table``): recorded on the table (:data:`~cdclake.catalog.SOURCE_TABLE_PROPERTY`).
+        connect_types: Column -> the Connect field schema the batch's messages write it in (normalize's staging
+            entry): recorded on the table (:data:`~cdclake.catalog.CONNECT_TYPES_PROPERTY`).
+        snapshot_ends: Source positions where the batch (any of its tables) ends a Debezium snapshot (``last``):
+            the table's snapshot reads at such a position end its snapshot too (Debezium 1.x marks only the
+            snapshot's last record ``last``, and the snapshot's reads of every table share its position).
 
     Returns:
         What the batch did to the table.
@@ -765,12 +792,14 @@ def apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Seque
     """
     with table_lock(spark, tid, f"apply of batch {batch_id}" if batch_id else "apply"):
         return _apply_table(spark, changes, tid=tid, key=key, options=options, source=source, batch_id=batch_id,
-                            defaults=defaults, source_table=source_table)
+                            defaults=defaults, source_table=source_table, connect_types=connect_types or {},
+                            snapshot_ends=snapshot_ends)
 
 
 def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequence[str], options: ApplyOptions,
                  source: str | None, batch_id: str | None, defaults: Sequence[Mapping[str, str]],
-                 source_table: str | None) -> TableCounts:
+                 source_table: str | None, connect_types: Mapping[str, Any],
+                 snapshot_ends: Sequence[str] = ()) -> TableCounts:
     name = spark_table_name(tid)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
@@ -785,7 +814,12 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     tombstones.ensure_table(spark)
 
     has_patch = F.col("patch").isNotNull() if "patch" in changes.columns else F.lit(False)
-    ends_snapshot = F.col("snapshot").isin(*SNAPSHOT_END_MARKERS) if options.reconcile_snapshots else F.lit(False)
+    ends_snapshot = F.col("snapshot").isin(*SNAPSHOT_END_MARKERS)
+    if snapshot_ends:  # a snapshot read at a position where the batch ends a (Debezium 1.x) snapshot
+        ends_snapshot = ends_snapshot | (F.col("snapshot").isin(*SNAPSHOT_READ_MARKERS) & F.substring_index(
+            "position", "/", 1).isin(*snapshot_ends))
+    if not options.reconcile_snapshots:
+        ends_snapshot = F.lit(False)
     full_sync = (F.col("snapshot") == FULL_SYNC_MARKER) if options.reconcile_snapshots else F.lit(False)
     stats = changes.agg(
         F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
@@ -806,6 +840,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
     properties = table_properties(spark, tid)
+    _record_connect_types(spark, tid, properties, {c: spec for c, spec in connect_types.items() if c in types})
     full_sync_before = properties.get(FULL_SYNC_PROPERTY, "") if options.reconcile_snapshots else ""
     full_sync_cut, full_sync_after = _full_sync(full_sync_before, stats)
     if full_sync_after and full_sync_after != full_sync_before:
@@ -837,7 +872,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         with commit_properties(spark, props):
             _fill_defaults(spark, tid, new_fills)
         _record_fills(spark, tid, all_fills)
-    # Per column, the newest statement's fill (a column dropped since forgot the older ones: forget_fills).
+    # Per column, the newest statement's fill (a column dropped since forgot the older ones: forget_column).
     newest: dict[str, Mapping[str, str]] = {}
     for fill in all_fills:
         if fill["column"] in types and fill["before"] >= newest.get(fill["column"], {}).get("before", ""):
@@ -930,7 +965,7 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                            source=source, batch_id=batch_id)
             faults.point("apply:after-history")
         winners = latest_per_key(carry_into_soft_deletes(classified, key, value_columns) if soft else classified, key)
-        cut_rows = resent = 0
+        cut_rows = resent = gone_again = 0
         if cut is not None and (previous is None or cut > previous):
             doomed = spark.table(name).where((F.col("_cdc_position") < F.lit(cut)) & live)
             cut_rows = doomed.count()
@@ -939,6 +974,9 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                 # the reconciliation and inserted by the snapshot.
                 resent = doomed.join(winners.where(F.col("_action") == "insert").select(*key), list(key),
                                      "left_semi").count()
+                # A row the snapshot read again and the stream then deleted: deleted, not removed by the cut.
+                gone_again = doomed.join(winners.where((F.col("_cdc_op") == "d") & (F.col("_action") == "noop"))
+                                         .select(*key), list(key), "left_semi").count()
             if soft:
                 spark.sql(f"UPDATE {name} SET {SOFT_DELETE_COLUMN} = true, _cdc_op = 't', "
                           f"_cdc_position = '{sql_literal(cut)}', _cdc_batch_id = '{sql_literal(batch_id)}', "
@@ -983,9 +1021,10 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                 (F.col("_cdc_op") == "d") & F.col("_action").isin("delete", "noop")))
         faults.point("apply:after-tombstones")
         result = TableCounts(
-            inserted=inserted - resent, updated=updated + resent, deleted=deleted,
-            skipped_stale=counts.get("stale", 0), rows_before=rows_before + resent,
-            rows_after=rows_before + inserted - deleted, truncated=cut_rows - resent, unknown_values=unknown,
+            inserted=inserted - resent, updated=updated + resent, deleted=deleted + gone_again,
+            skipped_stale=classified.where(F.col("_action") == "stale").count(),
+            rows_before=rows_before + resent + gone_again, rows_after=rows_before + inserted - deleted,
+            truncated=cut_rows - resent - gone_again, unknown_values=unknown,
         )
         log.info("applied to %s: %s", tid, result.to_dict())
         return result
@@ -1070,5 +1109,6 @@ def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, bat
             continue
         results[tid] = apply_table(spark, read_staged(spark, path), tid=tid, key=info["key"],
                                    options=(options or {}).get(tid, default), source=source, batch_id=batch_id,
-                                   source_table=info.get("source_table"))
+                                   source_table=info.get("source_table"),
+                                   connect_types=info.get("connect_types", {}))
     return ApplyResult(source, batch_id, results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -22,6 +23,23 @@ T = TypeVar("T")
 
 KEY_COLUMNS_PROPERTY = "cdclake.key-columns"
 """Table property holding the primary-key columns, comma-separated, in key order."""
+
+CONNECT_TYPES_PROPERTY = "cdclake.connect-types"
+"""Table property holding, as JSON, the Kafka Connect field schema of each column whose values a Connect message
+writes encoded (a logical type such as ``io.debezium.time.Timestamp`` in milliseconds, a ``Decimal`` as base64
+bytes): payload-only messages (no schema) of the table are decoded by it (:mod:`cdclake.normalize`)."""
+
+
+def recorded_connect_types(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Column -> Connect field schema, as :data:`CONNECT_TYPES_PROPERTY` records them ({} when none or unreadable)."""
+    try:
+        recorded = json.loads(properties.get(CONNECT_TYPES_PROPERTY) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {k: v for k, v in recorded.items() if isinstance(k, str) and isinstance(v, dict)}
+
 
 SOURCE_TABLE_PROPERTY = "cdclake.source-table"
 """Table property holding the source table a lake table holds, ``namespace.table`` as its stream spells it: the

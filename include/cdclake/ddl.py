@@ -18,7 +18,8 @@ the docstring of the function that does it:
   elements (``SUPPLEMENTAL LOG DATA (ALL) COLUMNS``, in every CREATE TABLE Debezium's Oracle connector reports)
   are dropped first.
 - MySQL spatial column types (``point``, ``polygon``.., with ``SRID n``), which sqlglot mostly does not read, are
-  read as ``longblob`` before parsing (:func:`_spatial_as_blob`).
+  read as ``longblob`` before parsing, and MySQL's type synonyms it does not know (``SERIAL``, ``MIDDLEINT``,
+  ``LONG VARCHAR``, ``NATIONAL CHAR``, ``FLOAT UNSIGNED``) as what they stand for (:func:`_mysql_readable`).
 - ``ALTER TABLE`` actions sqlglot does not know: MySQL ``ADD [COLUMN] (a int, b int)``, Oracle
   ``MODIFY (c NUMBER(12))`` / ``MODIFY c NUMBER(12)`` / ``DROP (c, d)``, MySQL ``RENAME AS u``. Column
   definitions inside them are still parsed by sqlglot. An action that could touch columns or keys and is still
@@ -345,7 +346,7 @@ def _split_statements(sql: str, dialect: str) -> list[str]:
 def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
     src = _Source.of(text, dialect)
     if dialect == "mysql":
-        readable = _spatial_as_blob(src)
+        readable = _mysql_readable(src)
         if readable != text:
             return [replace(event, sql=text) for event in _parse_statement(readable, dialect)]
     try:
@@ -505,6 +506,13 @@ def _key_column_name(element: exp.Expr) -> str:
     return element.name
 
 
+_MYSQL_BARE_TYPES = {"bit": "bit(1)", **{f"{name}{sign}": f"decimal(10,0){sign}"
+                                         for name in ("decimal", "numeric", "dec", "fixed")
+                                         for sign in ("", " unsigned")}}
+"""MySQL types written without their size, as MySQL sizes them (``BIT`` is ``BIT(1)``, ``DECIMAL``
+``DECIMAL(10,0)``)."""
+
+
 def _column(column: exp.ColumnDef, src: _Source, dialect: str, *, added: bool = False) -> DdlColumn:
     """One column definition; ``added`` by ALTER TABLE, a MySQL ``NOT NULL`` column without a default of its own
     gets its type's implicit default, which MySQL gives the existing rows."""
@@ -518,6 +526,8 @@ def _column(column: exp.ColumnDef, src: _Source, dialect: str, *, added: bool = 
     )
     default = next((_default_text(k.this) for k in kinds if isinstance(k, exp.DefaultColumnConstraint)), None)
     type_text = _type_text(column.this, column.args.get("kind"), src, dialect)
+    if dialect == "mysql":  # a bare type in MySQL DDL has MySQL's default size, not canal's "size unknown"
+        type_text = _MYSQL_BARE_TYPES.get(type_text, type_text)
     if added and dialect == "mysql" and not_null and all(isinstance(kind, _PLAIN_KINDS) for kind in kinds):
         default = _mysql_implicit_default(type_text)
     return DdlColumn(column.name, type_text, not not_null, default)
@@ -1020,23 +1030,62 @@ _SPATIAL = frozenset({"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT"
 """MySQL's spatial types. sqlglot reads few of them; canal sends their values as the bytes they are stored as."""
 
 
-def _spatial_as_blob(src: _Source) -> str:
-    """MySQL DDL text with each spatial column type (a spatial type name right after a column name) read as
-    ``LONGBLOB``, as canal's values of such a column are (:mod:`cdclake.formats.sqltypes`), and its ``SRID n``
-    attribute dropped."""
+_MYSQL_TYPE_SPELLINGS = {
+    # MySQL's own synonyms sqlglot does not read (https://dev.mysql.com/doc/refman/8.0/en/other-vendor-data-types.html)
+    ("MIDDLEINT",): "MEDIUMINT",
+    ("LONG", "VARCHAR"): "MEDIUMTEXT",
+    ("LONG", "VARBINARY"): "MEDIUMBLOB",
+    ("NATIONAL", "VARCHAR"): "VARCHAR",
+    ("NATIONAL", "CHAR"): "CHAR",
+    ("NATIONAL", "CHARACTER"): "CHAR",
+    ("SERIAL",): "BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE",
+}
+
+
+def _mysql_readable(src: _Source) -> str:
+    """MySQL DDL text as sqlglot reads it, with the same meaning for cdclake: a spatial column type (a spatial type
+    name right after a column name) as ``LONGBLOB``, as canal's values of such a column are
+    (:mod:`cdclake.formats.sqltypes`), without its ``SRID n``; MySQL's type synonyms sqlglot does not know
+    (``SERIAL``, ``MIDDLEINT``, ``LONG VARCHAR``, ``NATIONAL CHAR``) as what they stand for; and ``FLOAT``/``REAL``
+    without the ``UNSIGNED`` sqlglot refuses (deprecated, still accepted by MySQL 8: it only forbids negatives)."""
     keep: list[str] = []
     cursor = 0
     tokens = src.tokens
+    skip_to = -1
     for i, tok in enumerate(tokens):
+        if i <= skip_to:
+            continue
         after_name = i > 0 and tokens[i - 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
-        if src.word(i) in _SPATIAL and tok.token_type != TokenType.IDENTIFIER and after_name:
+        word = src.word(i) if tok.token_type != TokenType.IDENTIFIER else ""
+        spelled = next(((n, t) for n, t in _MYSQL_TYPE_SPELLINGS.items()
+                        if tuple(src.word(i + k) for k in range(len(n))) == n), None) if after_name else None
+        if word in _SPATIAL and after_name:
             keep.append(src.text[cursor : tok.start] + "LONGBLOB")
             cursor = tok.end + 1
-        elif src.word(i) == "SRID" and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.NUMBER:
+        elif word and spelled is not None:
+            names, standing_for = spelled
+            keep.append(src.text[cursor : tok.start] + standing_for)
+            skip_to = i + len(names) - 1
+            cursor = tokens[skip_to].end + 1
+        elif word == "SRID" and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.NUMBER:
             keep.append(src.text[cursor : tok.start])
             cursor = tokens[i + 1].end + 1
+            skip_to = i + 1
+        elif word == "UNSIGNED" and _follows_float(src, i):
+            keep.append(src.text[cursor : tok.start])
+            cursor = tok.end + 1
     keep.append(src.text[cursor:])
     return "".join(keep)
+
+
+def _follows_float(src: _Source, i: int) -> bool:
+    """Whether token ``i`` follows a ``FLOAT`` or ``REAL`` type, with or without ``(M,D)``."""
+    j = i - 1
+    if src.word(j) == ")":
+        while j > 0 and src.word(j) != "(":
+            j -= 1
+        j -= 1
+    return src.word(j) in ("FLOAT", "REAL")
 
 
 def _salvage_alter_table(src: _Source, table_at: int, dialect: str) -> list[DdlEvent] | None:

@@ -231,7 +231,7 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
 
 def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: Mark) -> str | None:
     """Make one change to the catalog (idempotent); a reason when cdclake refuses it."""
-    from cdclake.apply import forget_fills
+    from cdclake.apply import forget_column
 
     if change.kind == "rename_table":
         return _rename_table(spark, history.route(change.old), change.new, change.sql,
@@ -250,7 +250,7 @@ def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: 
             return (f"table {tid}: DDL drops key column {old} ({change.sql.strip()[:120]!r}); cdclake keeps a "
                     "table's key: re-key the lake table, or set ddl_policy ignore for it, then replay")
         spark.sql(f"ALTER TABLE {name} DROP COLUMN `{old}`")
-        forget_fills(spark, tid, old)
+        forget_column(spark, tid, old)
         return None
     if change.kind == "rename_column":
         if old is None:
@@ -258,7 +258,7 @@ def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: 
         if change.new.lower() in names:
             return (f"table {tid}: DDL renames column {old} to {change.new}, which the lake table already has")
         spark.sql(f"ALTER TABLE {name} RENAME COLUMN `{old}` TO `{change.new}`")
-        forget_fills(spark, tid, old, renamed_to=change.new)
+        forget_column(spark, tid, old, renamed_to=change.new)
         if old in key:
             renamed = ",".join(change.new if k == old else k for k in key)
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{KEY_COLUMNS_PROPERTY}'='{sql_literal(renamed)}')")

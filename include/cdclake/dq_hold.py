@@ -238,7 +238,7 @@ def release(spark: "SparkSession", settings: LakeSettings, *, source: str, batch
     os.replace(held, staged)
     counts = apply_table(spark, read_staged(spark, staged), tid=table_id, key=info["key"],
                          options=options or ApplyOptions(), source=source, batch_id=batch_id,
-                         source_table=info.get("source_table"))
+                         source_table=info.get("source_table"), connect_types=info.get("connect_types", {}))
     record.unlink()
     log.info("released batch %s of %s into %s: %s", batch_id, source, table_id, counts.to_dict())
     return counts

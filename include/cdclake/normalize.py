@@ -49,8 +49,8 @@ from pyspark.sql.types import (
 
 from cdclake import ddl_history, ddl_stops, quarantine, tombstones
 from cdclake.catalog import (
-    BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, table_exists, table_properties, table_schema,
-    tables_in,
+    BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, recorded_connect_types, table_exists,
+    table_properties, table_schema, tables_in,
 )
 from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
@@ -63,6 +63,10 @@ from cdclake.formats.connect import (
     ColumnType,
     Converter,
     cast_converter,
+    column_type,
+    debezium_mysql_field,
+    encoded_fields,
+    envelope_row_schema,
     mark_json_number,
     unmark_json_number,
     variable_scale_decimal,
@@ -134,6 +138,14 @@ class TableTyping:
     cleared: tuple[tuple[str, str], ...] = ()
     """``(column, position)``: the batch dropped the column at that full position and added it again; an image
     written before then carries a value of the dropped column, which the new one does not have."""
+
+    partial_images: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """``(xxhash64 of a row schema, columns)``: canal-family messages of that schema (``mysqlType``) leave those
+    columns of the table out of their row images (MySQL's ``binlog_row_image=NOBLOB`` or ``MINIMAL``): in an
+    update they are unavailable, so the stored value stays."""
+    connect_types: tuple[tuple[str, str], ...] = ()
+    """``(column, Connect field schema as JSON)`` for columns whose values Connect messages write encoded: the
+    table records them (:data:`cdclake.catalog.CONNECT_TYPES_PROPERTY`) for later payload-only messages."""
 
     def sources(self, name: str) -> list[str]:
         """The image fields a column is read from: its own name, then the names it had before renames."""
@@ -325,6 +337,12 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
         unavailable = F.when(any_placeholder, F.filter(
             F.array(*[F.when(p, F.lit(c.name)) for p, c in zip(placeholders, typing.columns)]),
             lambda x: x.isNotNull())).otherwise(no_names)
+    if typing.partial_images:  # an update whose image leaves columns out (canal, binlog_row_image=NOBLOB/MINIMAL)
+        schema_hash = F.xxhash64("row_schema")
+        left_out = no_names
+        for h, names in typing.partial_images:
+            left_out = F.when(schema_hash == F.lit(h), F.array(*[F.lit(n) for n in names])).otherwise(left_out)
+        unavailable = F.when(F.col("op") == "u", F.array_union(unavailable, left_out)).otherwise(unavailable)
     batch = F.col(_BATCH)
     marking = [("add", marked)] if marked else []
     return ColumnPlan.of(("add", texts), *marking, ("add", typed), ("add", [checked.alias("_cast_error")]),
@@ -431,12 +449,29 @@ def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) ->
     return columns
 
 
-def _existing_columns(spark: SparkSession, tid: str) -> list[ColumnType]:
-    return [
-        ColumnType(f.name, f.dataType, cast_converter(f.dataType))
-        for f in table_schema(spark, tid).fields
-        if not f.name.startswith(BOOKKEEPING_PREFIX)
-    ]
+def _existing_columns(spark: SparkSession, tid: str, properties: dict[str, str] | None = None) -> list[ColumnType]:
+    """A lake table's columns, decoded as the Connect types it recorded (payload-only messages write a Debezium
+    ``Timestamp`` as milliseconds, a ``Decimal`` as base64), else by their Spark type (:func:`cast_converter`).
+    ``properties``: the table's, where the caller has them."""
+    recorded = recorded_connect_types(properties if properties is not None else table_properties(spark, tid))
+    columns = []
+    for f in table_schema(spark, tid).fields:
+        if f.name.startswith(BOOKKEEPING_PREFIX):
+            continue
+        spec = recorded.get(f.name)
+        typed = _typed_by_connect(f.name, spec, f.dataType) if spec else None
+        columns.append(typed or ColumnType(f.name, f.dataType, cast_converter(f.dataType)))
+    return columns
+
+
+def _typed_by_connect(name: str, spec: dict[str, Any], data_type: DataType) -> ColumnType | None:
+    """Column ``name`` of type ``data_type`` decoded as the Connect field schema ``spec`` writes its values, or None
+    when that decoding does not give the type."""
+    try:
+        typed = _as_table_type(column_type({**spec, "field": name}), data_type)
+    except (SchemaError, TypeError, ValueError, AttributeError, KeyError):
+        return None
+    return typed if typed.data_type == data_type else None
 
 
 def _current_columns(columns: list[ColumnType], renames: dict[str, str], dropped: set[str]) -> list[ColumnType]:
@@ -497,7 +532,7 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                     ddl: dict[str, TableDefinition], history: History, refused: dict[str, str],
-                    unread: dict[str, str] | None = None
+                    unread: dict[str, str] | None = None, fmt: str = ""
                     ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
                                dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
@@ -563,8 +598,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if variants and not usable:
             continue  # every message of the table carries a schema that cannot be read: all quarantined
         exists = table_exists(spark, tid)
-        owner, variants = _one_source_table(
-            tid, usable, table_properties(spark, tid).get(SOURCE_TABLE_PROPERTY) if exists else None, malformed)
+        properties = table_properties(spark, tid) if exists else {}
+        owner, variants = _one_source_table(tid, usable, properties.get(SOURCE_TABLE_PROPERTY), malformed)
         if usable and not variants:
             continue  # every change is another source table's: all quarantined
         renames, dropped = history.aliases(tid), history.dropped.get(tid, set())
@@ -579,8 +614,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             by_schema = {v["h1"]: table_columns(schema) for v in variants if v["row_schema"]
                          for schema in [parse_json_schema(v["row_schema"])] if schema}
             columns = _current_columns(list(_merge_columns(list(by_schema.values()))), renames, dropped)
-            current = _existing_columns(spark, tid) if exists else []
-            known = _current_columns(list(_merge_columns([current, list(declared.columns.values())])),
+            current = _existing_columns(spark, tid, properties) if exists else []
+            connect_types = _connect_types(declared, variants, fmt)
+            known = _current_columns(list(_merge_columns([current, _declared_columns(declared, connect_types)])),
                                      renames, dropped)
             if not columns:
                 columns = list(known)
@@ -665,7 +701,9 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             problems[tid] = f"table {tid}: {unsupported}"
             continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
-        typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()))
+        recorded = tuple((n, json.dumps(connect_types[n], sort_keys=True)) for n in sorted(names & set(connect_types)))
+        typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()),
+                                   partial_images=_partial_images(variants, columns, aliases), connect_types=recorded)
         if owner:
             owners[tid] = owner
     return typings, problems, idle, malformed, owners
@@ -679,6 +717,48 @@ RESERVED_COLUMNS = frozenset({
     "_stored_position", "_run_last", "_run_deletes",
 })
 """Column names (compared in lower case) a lake table cannot have, beside names starting ``_cdc_`` (bookkeeping)."""
+
+
+def _partial_images(variants: list[Any], columns: list[ColumnType],
+                    aliases: dict[str, str]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """For canal-family schemas (``mysqlType``) that leave some of the table's columns out: the schema's hash and
+    those columns (:attr:`TableTyping.partial_images`)."""
+    found = []
+    for v in variants:
+        if not (v["row_schema"] or "").startswith(SQLTYPES_SCHEMA_PREFIX):
+            continue
+        schema = parse_json_schema(v["row_schema"])
+        sent = {n.lower() for n in (schema["sqltypes"].get("types") or {})} if schema else set()
+        sent |= {n.lower() for n in v["untyped_names"] or ()}
+        sent |= {aliases[n].lower() for n in list(sent) if n in aliases}
+        missing = tuple(c.name for c in columns if c.name.lower() not in sent)
+        if sent and missing:
+            found.append((int(v["h1"]), missing))
+    return tuple(found)
+
+
+def _connect_types(declared: TableDefinition, variants: list[Any], fmt: str) -> dict[str, dict[str, Any]]:
+    """Column -> the Connect field schema its values are written in: the batch's message schemas (later ones win),
+    else, for Debezium messages, what Debezium's MySQL connector makes of the type the batch's DDL declares."""
+    found: dict[str, dict[str, Any]] = {}
+    if fmt == "debezium":
+        for name, (dialect, type_text) in declared.sql_types.items():
+            spec = debezium_mysql_field(type_text) if dialect == "mysql" else None
+            if spec:
+                found[name] = spec
+    for v in variants:
+        schema = parse_json_schema(v["row_schema"])
+        row = envelope_row_schema(schema) if schema and "fields" in schema else None
+        if row:
+            found.update(encoded_fields(row))
+    return found
+
+
+def _declared_columns(declared: TableDefinition, connect_types: dict[str, dict[str, Any]]) -> list[ColumnType]:
+    """The DDL's columns, decoded as their Connect types where those are known (a Debezium message without its
+    schema writes a MySQL ``datetime`` as milliseconds, which the SQL type's text decoder does not read)."""
+    return [(_typed_by_connect(c.name, connect_types[c.name], c.data_type) if c.name in connect_types else None) or c
+            for c in declared.columns.values()]
 
 
 def _unsupported_column_name(names: list[str]) -> str | None:
@@ -1161,7 +1241,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
         typings, problems, idle, malformed, owners = _resolve_tables(
             spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped},
-            ddl.unread_creates())
+            ddl.unread_creates(), fmt)
         _remember_truncates(parsed, idle, batch_id=batch_id)
         typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, tid, batch_id=batch_id,
                                          earlier=earlier)
@@ -1185,10 +1265,14 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             rejected.append(_restore_raw_text(raw, (
                 parsed.where(is_unreadable).dropDuplicates(["input", "index"]).withColumn("reason", unreadable))))
             parsed = parsed.where(~is_unreadable)
-        counts = {
-            (r["status"], r["reason"], r["table_id"]): r["count"]
-            for r in parsed.groupBy("status", "reason", "table_id").count().collect()
-        }
+        grouped = parsed.groupBy("status", "reason", "table_id").agg(
+            F.count(F.lit(1)).alias("count"),
+            F.collect_set(F.when((F.col("status") == "ok") & (F.col("snapshot") == "last"), F.col("source_pos")))
+            .alias("snapshot_ends")).collect()
+        counts = {(r["status"], r["reason"], r["table_id"]): r["count"] for r in grouped}
+        # Where a snapshot ended (Debezium's "last"): before Debezium 2.x it marks only the snapshot's last record,
+        # of whichever table came last, and ends the snapshot of every table read at that position (apply).
+        snapshot_ends = sorted({p for r in grouped for p in r["snapshot_ends"] or ()})
         # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the table's
         # rows, and so are the ALTER TABLEs learned beside them, so a replay after the fix (e.g. a declared key)
         # makes the table as the stream describes it (an added column's DEFAULT fills the rows before it).
@@ -1232,7 +1316,10 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns],
                              **({"source_table": owners[tid]} if tid in owners else {}),
-                             **({"defaults": fills[tid]} if fills.get(tid) else {})}
+                             **({"defaults": fills[tid]} if fills.get(tid) else {}),
+                             **({"connect_types": {n: json.loads(spec) for n, spec in t.connect_types}}
+                                if t.connect_types else {}),
+                             **({"snapshot_ends": snapshot_ends} if snapshot_ends else {})}
                        for tid, t in typings.items()},
             "format": fmt,
         }, indent=2))

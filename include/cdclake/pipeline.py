@@ -331,7 +331,9 @@ def apply_staged_table(spark: "SparkSession", settings: "LakeSettings", *, sourc
     return apply_table(spark, read_staged(spark, path), tid=table_id, key=tables[table_id]["key"],
                        options=options or ApplyOptions(), source=source, batch_id=batch_id,
                        defaults=tables[table_id].get("defaults", ()),
-                       source_table=tables[table_id].get("source_table"))
+                       source_table=tables[table_id].get("source_table"),
+                       connect_types=tables[table_id].get("connect_types", {}),
+                       snapshot_ends=tables[table_id].get("snapshot_ends", ()))
 
 
 def mark_applied(settings: "LakeSettings", result: ApplyResult) -> None:

@@ -190,6 +190,9 @@ class TableDefinition:
     dropped_at: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Column -> the parsed record of the batch's last ``DROP COLUMN`` of it. Where the batch adds the column
     again, images written before the drop do not fill it (:func:`cdclake.normalize._cleared_columns`)."""
+    sql_types: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Column -> (dialect, SQL type text) as the DDL declares it (how a CDC tool encodes its values may depend on
+    it: :func:`cdclake.formats.connect.debezium_mysql_field`)."""
     like: str | None = None
     """``CREATE TABLE .. LIKE`` of a table the batch's DDL does not define: its id, whose lake table gives the
     columns (and, with ``like_key``, the key) this definition lacks."""
@@ -318,6 +321,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             if event.kind == "create_table" and tid:
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
+                definition.sql_types = {c.name: (dialect, c.type_text) for c in event.columns}
                 definition.key = tuple(event.primary_key) or _table_changes_key(ctx, event.table or "")
                 definition.created = True
                 if event.like:
@@ -339,6 +343,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             if event.kind == "alter_table":  # types are knowledge, whatever the policy
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns.update(_columns(dialect, [*event.added, *event.modified]))
+                definition.sql_types.update({c.name: (dialect, c.type_text) for c in [*event.added, *event.modified]})
                 if event.primary_key:
                     definition.key = tuple(event.primary_key)
             if policy == "fail":
@@ -390,6 +395,7 @@ def _copy_like(event: DdlEvent, source: str, definition: TableDefinition, outcom
         definition.like, definition.like_key = source, event.like_key
         return
     definition.columns = {**known.columns, **definition.columns}
+    definition.sql_types = {**known.sql_types, **definition.sql_types}
     if event.like_key and not definition.key:
         definition.key = known.key
 
@@ -404,10 +410,13 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
         outcome.changes.append(LakeChange("rename_column", tid, old, new, event.sql, where))
         if old in definition.columns:
             definition.columns[new] = replace(definition.columns.pop(old), name=new)
+        if old in definition.sql_types:
+            definition.sql_types[new] = definition.sql_types.pop(old)
         definition.key = tuple(new if k == old else k for k in definition.key)
     for name in event.dropped:
         outcome.changes.append(LakeChange("drop_column", tid, name, "", event.sql, where))
         definition.columns.pop(name, None)
+        definition.sql_types.pop(name, None)
         definition.dropped_at[name] = record
     for column in event.added:
         outcome.changes.append(LakeChange("add_column", tid, column.name, "", event.sql, where))

@@ -34,13 +34,15 @@ def land_messages(settings: LakeSettings, source: str, name: str, messages: Sequ
 
 def apply_messages(spark: Any, settings: LakeSettings, source: str, name: str,
                    messages: Sequence[Mapping[str, object]], options: ApplyOptions | None = None,
-                   fmt: str = "canal") -> dict[str, Any]:
-    """Land ``messages`` as the source's next batch, normalize it as ``fmt`` (nothing may be quarantined) and apply
-    it; the apply counts per table."""
+                   fmt: str = "canal", keys: Sequence[str] = ()) -> dict[str, Any]:
+    """Land ``messages`` as the source's next batch, normalize it as ``fmt`` (nothing may be quarantined; ``keys``
+    declared as ``--key`` declares them) and apply it; the apply counts per table."""
+    from cdclake.keys import KeySpec
     from cdclake.normalize import normalize_batch
     from cdclake.pipeline import apply_batch
 
     batch_id = land_messages(settings, source, name, messages)
-    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt)
+    normalized = normalize_batch(spark, settings, source=source, batch_id=batch_id, fmt=fmt,
+                                 keys=KeySpec.parse(keys))
     assert normalized.quarantined == 0, normalized
     return apply_batch(spark, settings, source=source, batch_id=batch_id, default=options or ApplyOptions()).tables

@@ -671,3 +671,22 @@ def test_a_mysql_table_without_a_primary_key_is_keyed_by_its_first_unique_not_nu
     assert _one("CREATE TABLE t (a int NOT NULL UNIQUE, b int NOT NULL, PRIMARY KEY (b))").primary_key == ("b",)
     assert _one("CREATE TABLE t (a int, UNIQUE KEY (a))").primary_key == ()
     assert _one("CREATE TABLE t (a int NOT NULL UNIQUE)", "postgres").primary_key == ()
+
+
+def test_mysql_type_synonyms_sqlglot_does_not_read_are_read_as_what_they_stand_for() -> None:
+    # MySQL 8 still accepts FLOAT UNSIGNED (deprecated); SERIAL is BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
+    # (so the key of a table without a PRIMARY KEY); bare BIT and DECIMAL have MySQL's default sizes.
+    sql = ("CREATE TABLE t (id serial, a float(7,2) unsigned, b real unsigned zerofill, c national varchar(10), "
+           "d middleint, e long varchar, f float unsigned, g bit, h decimal, k long varbinary, m fixed unsigned)")
+    event = _one(sql)
+    assert [(c.name, c.type_text) for c in event.columns] == [
+        ("id", "bigint unsigned"), ("a", "float(7,2)"), ("b", "real zerofill"), ("c", "varchar(10)"),
+        ("d", "mediumint"), ("e", "mediumtext"), ("f", "float"), ("g", "bit(1)"), ("h", "decimal(10,0)"),
+        ("k", "mediumblob"), ("m", "decimal(10,0) unsigned")]
+    assert event.primary_key == ("id",)
+    assert [c.type_text for c in _one("ALTER TABLE t ADD COLUMN p float(5,2) unsigned NOT NULL").added] == [
+        "float(5,2)"]
+    # a column named like a type keeps its name and type
+    assert [(c.name, c.type_text) for c in _one("CREATE TABLE t (`serial` int, `long` varchar(3))").columns] == [
+        ("serial", "int"), ("long", "varchar(3)")]
+    assert [c.type_text for c in _one("CREATE TABLE t (a bit, b decimal)", "postgres").columns] == ["bit", "decimal"]

@@ -103,3 +103,20 @@ def test_a_change_from_before_an_added_default_that_arrives_later_takes_the_defa
         lake.append([(r["id"], r.get("c")) for r in dump_rows(session_lake, f"{db}.items")])
     assert lake[2] == [(1, 5), (4, 5), (5, 6)]
     assert lake[4] == [(1, None), (4, None), (5, None), (6, None)]
+
+
+def test_enum_and_set_numbers_are_read_by_each_messages_own_member_list(spark, session_lake) -> None:
+    # canal sends an enum's index (sqlType 4) and a set's bitmask (-7); a batch holds messages from before and after
+    # an ALTER that changed the lists: `2` is `c` of enum('a','c') and `b` of enum('a','b','c').
+    db = f"enums{uuid.uuid4().hex[:6]}"
+    before = {"id": ("int", 4), "en": ("enum('a','c')", 4), "st": ("set('x','z')", -7)}
+    after = {"id": ("int", 4), "en": ("enum('a','b','c')", 4), "st": ("set('x','y','z')", -7)}
+    apply_messages(spark, session_lake, db, "0", [
+        canal(db, "INSERT", [{"id": "1", "en": "2", "st": "2"}], 100, types=before),
+        {**canal(db, "ALTER", [], 110), "data": None, "isDdl": True, "mysqlType": None, "sqlType": None,
+         "sql": "ALTER TABLE items MODIFY en enum('a','b','c'), MODIFY st set('x','y','z')"},
+        canal(db, "INSERT", [{"id": "2", "en": "3", "st": "4"}, {"id": "3", "en": "2", "st": "3"}], 120,
+              types=after),
+    ])
+    assert dump_rows(session_lake, f"{db}.items") == [
+        {"id": 1, "en": "c", "st": "z"}, {"id": 2, "en": "c", "st": "z"}, {"id": 3, "en": "b", "st": "x,y"}]

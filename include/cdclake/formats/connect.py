@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -487,6 +488,50 @@ def _decoded_items(items: dict[str, Any]) -> Converter | None:
         return F.when(whole, F.to_json(decoded, _JSON_TIME_OPTIONS))
 
     return convert
+
+
+def encoded_fields(row_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Column -> Connect field schema (``type``, ``name``, ``parameters``, ``items``), for the fields of a Connect
+    struct schema whose values are written encoded (a logical type, base64 bytes): what payload-only messages of
+    the table are read by, where only the Spark type would be known (:func:`cast_converter`)."""
+    found: dict[str, dict[str, Any]] = {}
+    for spec in row_schema.get("fields") or []:
+        try:
+            if isinstance(spec, dict) and "field" in spec and column_type(spec).encoding:
+                found[field_name(spec)] = {k: spec[k] for k in ("type", "name", "parameters", "items") if k in spec}
+        except (SchemaError, TypeError, ValueError, AttributeError, KeyError):
+            continue  # a field the messages' own typing reports
+    return found
+
+
+_MYSQL_BINARY = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"))
+
+
+def debezium_mysql_field(type_text: str) -> dict[str, Any] | None:
+    """The Connect field schema Debezium's MySQL connector writes a column of this MySQL type with, in its default
+    modes (``time.precision.mode=adaptive_time_microseconds``, ``decimal.handling.mode=precise``,
+    ``binary.handling.mode=bytes``), for the types whose values it encodes; None for the others."""
+    match = re.match(r"^\s*(\w+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?", type_text.lower())
+    if not match:
+        return None
+    base, first, second = match.group(1), match.group(2), match.group(3)
+    if base == "date":
+        return {"type": "int32", "name": "io.debezium.time.Date"}
+    if base == "datetime":
+        return {"type": "int64",
+                "name": "io.debezium.time.Timestamp" if int(first or 0) <= 3 else "io.debezium.time.MicroTimestamp"}
+    if base == "time":
+        return {"type": "int64", "name": "io.debezium.time.MicroTime"}
+    if base == "timestamp":
+        return {"type": "string", "name": "io.debezium.time.ZonedTimestamp"}
+    if base in ("decimal", "numeric", "dec", "fixed"):
+        return {"type": "bytes", "name": CONNECT_DECIMAL,
+                "parameters": {"scale": second or "0", "connect.decimal.precision": first or "10"}}
+    if base == "bit" and int(first or 1) > 1:
+        return {"type": "bytes", "name": "io.debezium.data.Bits", "parameters": {"length": first}}
+    if base in _MYSQL_BINARY:
+        return {"type": "bytes"}
+    return None
 
 
 def struct_columns(schema: dict[str, Any]) -> list[ColumnType]:

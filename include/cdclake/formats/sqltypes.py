@@ -734,7 +734,11 @@ def column_type(name: str, type_text: str | None, *, dialect: str = "mysql",
         ConfigError: ``dialect`` is not one of :data:`DIALECTS`.
     """
     mapped = _map(type_text, dialect=dialect, jdbc_type=jdbc_type)
-    return ColumnType(name, mapped[0], mapped[1])
+    # An enum's or set's number is read by its member list: messages of one batch written before and after an
+    # ALTER of the list decode each by their own (cdclake.normalize._decoded_by_schema tells them by encoding).
+    members = (type_text or "").strip()
+    listed = dialect == "mysql" and members.lower().startswith(("enum(", "set(")) and members.endswith(")")
+    return ColumnType(name, mapped[0], mapped[1], encoding=members if listed else "")
 
 
 def spark_type(type_text: str | None, *, dialect: str = "mysql", jdbc_type: int | None = None) -> DataType:
