@@ -727,9 +727,12 @@ def _partial_images(variants: list[Any], columns: list[ColumnType],
     for v in variants:
         if not (v["row_schema"] or "").startswith(SQLTYPES_SCHEMA_PREFIX):
             continue
-        schema = parse_json_schema(v["row_schema"])
-        sent = {n.lower() for n in (schema["sqltypes"].get("types") or {})} if schema else set()
-        sent |= {n.lower() for n in v["untyped_names"] or ()}
+        sqltypes = (parse_json_schema(v["row_schema"]) or {}).get("sqltypes")
+        types = sqltypes.get("types") if isinstance(sqltypes, dict) else None
+        if not isinstance(types, dict):  # a message whose mysqlType is not a map names no columns
+            continue
+        sent = {n.lower() for n in types if isinstance(n, str)}
+        sent |= {n.lower() for n in v["untyped_names"] or () if isinstance(n, str)}
         sent |= {aliases[n].lower() for n in list(sent) if n in aliases}
         missing = tuple(c.name for c in columns if c.name.lower() not in sent)
         if sent and missing:
