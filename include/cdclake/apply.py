@@ -71,9 +71,7 @@ from cdclake.evolution import widening
 from cdclake.exceptions import ConfigError
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.locks import table_lock
-from cdclake.normalize import read_staged, staged_tables, staging_dir
-from cdclake.pipeline import ApplyResult, TableCounts
-from cdclake.settings import LakeSettings
+from cdclake.pipeline import TableCounts
 
 log = logging.getLogger(__name__)
 
@@ -268,10 +266,14 @@ def recorded_fills(properties: Mapping[str, str]) -> list[dict[str, str]]:
     return [f for f in fills if isinstance(f, dict)] if isinstance(fills, list) else []
 
 
-def _record_fills(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, str]]) -> None:
-    unique = list({json.dumps(f, sort_keys=True): dict(f) for f in fills}.values())
+def _set_json_property(spark: SparkSession, tid: str, prop: str, value: Any) -> None:
     spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
-              f"('{DEFAULT_FILLS_PROPERTY}'='{sql_literal(json.dumps(unique, sort_keys=True))}')")
+              f"('{prop}'='{sql_literal(json.dumps(value, sort_keys=True))}')")
+
+
+def _record_fills(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, str]]) -> None:
+    _set_json_property(spark, tid, DEFAULT_FILLS_PROPERTY,
+                       list({json.dumps(f, sort_keys=True): dict(f) for f in fills}.values()))
 
 
 def _record_connect_types(spark: SparkSession, tid: str, properties: Mapping[str, str],
@@ -280,8 +282,7 @@ def _record_connect_types(spark: SparkSession, tid: str, properties: Mapping[str
     recorded = recorded_connect_types(dict(properties))
     merged = {**recorded, **connect_types}
     if merged != recorded:
-        spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
-                  f"('{CONNECT_TYPES_PROPERTY}'='{sql_literal(json.dumps(merged, sort_keys=True))}')")
+        _set_json_property(spark, tid, CONNECT_TYPES_PROPERTY, merged)
 
 
 def forget_column(spark: SparkSession, tid: str, column: str, renamed_to: str | None = None) -> None:
@@ -298,8 +299,7 @@ def forget_column(spark: SparkSession, tid: str, column: str, renamed_to: str | 
         spec = types.pop(column)
         if renamed_to:
             types[renamed_to] = spec
-        spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
-                  f"('{CONNECT_TYPES_PROPERTY}'='{sql_literal(json.dumps(types, sort_keys=True))}')")
+        _set_json_property(spark, tid, CONNECT_TYPES_PROPERTY, types)
 
 
 def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[StructField]) -> None:
@@ -1088,27 +1088,3 @@ def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key
                          rows_after=inserted, truncated=0)
     log.info("applied to %s (bulk load into an empty table): %s", tid, result.to_dict())
     return result
-
-
-def apply_batch(spark: SparkSession, settings: LakeSettings, *, source: str, batch_id: str,
-                options: "dict[str, ApplyOptions] | None" = None,
-                default: ApplyOptions = ApplyOptions()) -> ApplyResult:
-    """Apply every table staged for a batch (normalize it first).
-
-    Args:
-        options: Per-table apply options (``namespace.table`` -> options); others get ``default``.
-
-    Returns:
-        Counts per table.
-    """
-    tables = staged_tables(settings, source, batch_id)
-    results: dict[str, TableCounts] = {}
-    for tid, info in sorted(tables.items()):
-        path = staging_dir(settings, source, batch_id) / tid
-        if not path.exists():
-            continue
-        results[tid] = apply_table(spark, read_staged(spark, path), tid=tid, key=info["key"],
-                                   options=(options or {}).get(tid, default), source=source, batch_id=batch_id,
-                                   source_table=info.get("source_table"),
-                                   connect_types=info.get("connect_types", {}))
-    return ApplyResult(source, batch_id, results)
