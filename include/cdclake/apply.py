@@ -60,7 +60,7 @@ from pyspark.sql.types import (
     StructField, StructType, TimestampType,
 )
 
-from cdclake import docpatch, faults, tombstones
+from cdclake import docpatch, faults, open_snapshots, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
     CHANGELOG_NAMESPACE, CONNECT_TYPES_PROPERTY, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_TABLE_PROPERTY,
@@ -266,9 +266,12 @@ def recorded_fills(properties: Mapping[str, str]) -> list[dict[str, str]]:
     return [f for f in fills if isinstance(f, dict)] if isinstance(fills, list) else []
 
 
+def _set_property(spark: SparkSession, tid: str, prop: str, value: str) -> None:
+    spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES ('{prop}'='{sql_literal(value)}')")
+
+
 def _set_json_property(spark: SparkSession, tid: str, prop: str, value: Any) -> None:
-    spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
-              f"('{prop}'='{sql_literal(json.dumps(value, sort_keys=True))}')")
+    _set_property(spark, tid, prop, json.dumps(value, sort_keys=True))
 
 
 def _record_fills(spark: SparkSession, tid: str, fills: Sequence[Mapping[str, str]]) -> None:
@@ -514,11 +517,13 @@ def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequenc
 
 
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
-                  options: ApplyOptions, source_table: str | None) -> dict[str, DataType]:
-    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types. A table
-    that does not record the source table it holds (made before cdclake recorded it) gets ``source_table``."""
+                  options: ApplyOptions, source_table: str | None) -> tuple[dict[str, DataType], bool]:
+    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types and whether
+    it was created. A table that does not record the source table it holds (made before cdclake recorded it) gets
+    ``source_table``."""
     name = spark_table_name(tid)
-    if create_table(spark, tid, create_table_sql(name, columns, key, options, source_table)):
+    created = create_table(spark, tid, create_table_sql(name, columns, key, options, source_table))
+    if created:
         if key:
             spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
         log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
@@ -552,7 +557,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
             existing[f.name] = f.dataType
     if options.soft and SOFT_DELETE_COLUMN not in existing:
         spark.sql(f"ALTER TABLE {name} ADD COLUMN {SOFT_DELETE_COLUMN} boolean")
-    return {n: t for n, t in existing.items() if not n.startswith("_cdc_")}
+    return {n: t for n, t in existing.items() if not n.startswith("_cdc_")}, created
 
 
 def changelog_table_id(tid: str) -> str:
@@ -808,7 +813,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
                     "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
         exposed = []
-    types = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table)
+    types, created = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
@@ -820,12 +825,14 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
             "position", "/", 1).isin(*snapshot_ends))
     if not options.reconcile_snapshots:
         ends_snapshot = F.lit(False)
+    reads = F.col("snapshot").isin(*SNAPSHOT_READ_MARKERS)
     full_sync = (F.col("snapshot") == FULL_SYNC_MARKER) if options.reconcile_snapshots else F.lit(False)
     stats = changes.agg(
         F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
         F.max_by("source_ts", F.when(F.col("op") == "t", F.col("position"))).alias("truncate_ts"),
         F.max(F.when(ends_snapshot, F.concat(F.substring_index("position", "/", 1), F.lit("/")))).alias("snapshot"),
         F.max_by("source_ts", F.when(ends_snapshot, F.col("position"))).alias("snapshot_ts"),
+        F.max(F.when(reads, F.substring_index("position", "/", 1))).alias("snapshot_read"),
         F.min(F.when(full_sync, F.col("position"))).alias("full_sync_first"),
         F.max(F.when(full_sync, F.col("position"))).alias("full_sync_last"),
         F.max_by("source_ts", F.when(full_sync, F.col("position"))).alias("full_sync_last_ts"),
@@ -846,9 +853,21 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     if full_sync_after and full_sync_after != full_sync_before:
         # Recorded before the table changes: a re-run after a crash finds it (or records it again).
         _set_full_sync(spark, tid, full_sync_after)
+    open_before = properties.get(open_snapshots.PROPERTY, "") if options.reconcile_snapshots else ""
+    # A snapshot that read the table in earlier batches and ends in this one (Debezium 1.x): cut below its rows.
+    open_cut = f"{open_before}/" if open_before and open_before in snapshot_ends else None
+    if stats["snapshot"] is not None or open_cut or not options.reconcile_snapshots:
+        open_after = ""  # ended here (or not tracked)
+    elif created:  # a new table holds no row older than the snapshot: nothing to reconcile
+        open_after = open_before
+    else:
+        open_after = stats["snapshot_read"] or open_before
+    if open_after and open_after != open_before:  # recorded before the table changes, as a full sync is
+        open_snapshots.record(spark, source, tid, open_after)
+        _set_property(spark, tid, open_snapshots.PROPERTY, open_after)
     cut, cut_ts = max(((p, ts) for p, ts in ((stats["truncate"], stats["truncate_ts"]),
                                               (stats["snapshot"], stats["snapshot_ts"]),
-                                              full_sync_cut) if p is not None),
+                                              (open_cut, None), full_sync_cut) if p is not None),
                       default=(None, None), key=lambda pair: pair[0])
     props = {"cdclake.source": source, "cdclake.batch-id": batch_id,
              "cdclake.max-position": stats["max_position"] or ""}
@@ -893,6 +912,8 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                                        upserts_only=not (stats["deletes"] or stats["patches"]))
         if full_sync_before and not full_sync_after:
             _set_full_sync(spark, tid, "")
+        if open_before and not open_after:
+            _set_property(spark, tid, open_snapshots.PROPERTY, "")
         return counts
 
     return retry_conflicts(attempt, what=f"table {tid}", attempts=COMMIT_ATTEMPTS, again="re-classifying")
@@ -920,8 +941,7 @@ def _full_sync(recorded: str, stats: Row) -> tuple[tuple[str | None, dt.datetime
 
 
 def _set_full_sync(spark: SparkSession, tid: str, value: str) -> None:
-    spark.sql(f"ALTER TABLE {spark_table_name(tid)} SET TBLPROPERTIES "
-              f"('{FULL_SYNC_PROPERTY}'='{sql_literal(value)}')")
+    _set_property(spark, tid, FULL_SYNC_PROPERTY, value)
     log.info("table %s: %s", tid, f"full sync open: {value}" if value else "full sync complete")
 
 

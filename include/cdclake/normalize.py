@@ -47,7 +47,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cdclake import ddl_history, ddl_stops, quarantine, tombstones
+from cdclake import ddl_history, ddl_stops, open_snapshots, quarantine, tombstones
 from cdclake.catalog import (
     BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, recorded_connect_types, table_exists,
     table_properties, table_schema, tables_in,
@@ -88,7 +88,7 @@ from cdclake.schema_changes import (
 from cdclake.keys import KeySpec
 from cdclake.landing import batch_raw_paths, list_batches, read_manifest
 from cdclake.plans import ColumnPlan, cached_plan, plan_key
-from cdclake.records import position
+from cdclake.records import canonical_schema, position
 from cdclake.settings import LakeSettings
 from cdclake.spark import CASE_SENSITIVE, WHOLE_STAGE_CODEGEN, session_settings
 
@@ -462,6 +462,15 @@ def _existing_columns(spark: SparkSession, tid: str, properties: dict[str, str] 
         typed = _typed_by_connect(f.name, spec, f.dataType) if spec else None
         columns.append(typed or ColumnType(f.name, f.dataType, cast_converter(f.dataType)))
     return columns
+
+
+def _stage_snapshot_end(spark: SparkSession, tid: str, path: Path) -> tuple[list[str], list[str]]:
+    """Stage an empty change set for a lake table (its apply then cuts it where the batch ends its snapshot:
+    ``snapshot_ends``); its key and user columns."""
+    key = key_columns_of(spark, tid)
+    row = StructType([f for f in table_schema(spark, tid).fields if not f.name.startswith(BOOKKEEPING_PREFIX)])
+    spark.createDataFrame([], canonical_schema(StructType([row[k] for k in key]), row)).write.parquet(str(path))
+    return key, row.fieldNames()
 
 
 def _typed_by_connect(name: str, spec: dict[str, Any], data_type: DataType) -> ColumnType | None:
@@ -1301,6 +1310,10 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             for tid, typing in typings.items():
                 staged[tid] = _stage_table(parsed, raw, typing, tid, out / tid, rejected,
                                            batch_id=batch_id, source=source, fmt=fmt)
+        # Tables a snapshot ending here read in earlier batches: an empty change set each, whose apply reconciles.
+        ended = {tid: _stage_snapshot_end(spark, tid, out / tid) for tid in open_snapshots.ended_by(
+            spark, source, snapshot_ends, exclude={*typings, *stops, *problems})}
+        staged.update({tid: 0 for tid in ended})
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
         for (status, reason, tid), n in counts.items():
@@ -1323,7 +1336,9 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                              **({"connect_types": {n: json.loads(spec) for n, spec in t.connect_types}}
                                 if t.connect_types else {}),
                              **({"snapshot_ends": snapshot_ends} if snapshot_ends else {})}
-                       for tid, t in typings.items()},
+                       for tid, t in typings.items()}
+            | {tid: {"key": key, "columns": columns, "snapshot_ends": snapshot_ends}
+               for tid, (key, columns) in ended.items()},
             "format": fmt,
         }, indent=2))
         result = NormalizeResult(source, batch_id, dict(sorted(staged.items())), quarantined, dict(skipped),
