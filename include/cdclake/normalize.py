@@ -711,8 +711,11 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         recorded = tuple((n, json.dumps(connect_types[n], sort_keys=True)) for n in sorted(names & set(connect_types)))
+        # The table's columns no image of the batch lists (every update of the batch left them out) count too.
+        unlisted = [c for c in known if c.name.lower() not in {n.lower() for n in names}]
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()),
-                                   partial_images=_partial_images(variants, columns, aliases), connect_types=recorded)
+                                   partial_images=_partial_images(variants, [*columns, *unlisted], aliases),
+                                   connect_types=recorded)
         if owner:
             owners[tid] = owner
     return typings, problems, idle, malformed, owners

@@ -34,3 +34,15 @@ def test_an_update_that_leaves_a_column_out_keeps_its_stored_value(spark, sessio
         {"id": 1, "name": "a3", "txt": "long one"}, {"id": 2, "name": "b3", "txt": "new"},
         {"id": 3, "name": "c", "txt": None}]
     assert counts[f"{db}.items"].unknown_values == 0
+
+
+def test_a_batch_whose_only_updates_leave_a_column_out_keeps_its_stored_values(spark, session_lake) -> None:
+    # No message of the second batch lists `txt` at all: only the table knows the column.
+    db = f"minimal{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        canal(db, "INSERT", [{"id": "1", "name": "a", "txt": "one"}, {"id": "2", "name": "b", "txt": "two"}],
+              100, types=FULL)])
+    apply_messages(spark, session_lake, db, "1", [
+        canal(db, "UPDATE", [{"id": "1", "name": "a2"}], 200, old=[{"name": "a"}], types=NO_TEXT)])
+    assert dump_rows(session_lake, f"{db}.items") == [
+        {"id": 1, "name": "a2", "txt": "one"}, {"id": 2, "name": "b", "txt": "two"}]
