@@ -56,6 +56,7 @@ from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
 from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
+from cdclake.formats.debezium import AFTER_SNAPSHOT
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import (
     CONNECT_DECIMAL,
@@ -1016,6 +1017,38 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
     return parsed.where(F.col("status") != "ddl").unionByName(rewritten), outcome
 
 
+_SNAPSHOT_READS = ("true", "first", "first_in_data_collection", "last", "last_in_data_collection")
+"""``snapshot`` values of a Debezium snapshot's reads (not of an incremental snapshot's)."""
+
+
+def _after_snapshot(snapshot_position: str | None) -> Column:
+    """``source_pos`` with PostgreSQL changes streamed without a last commit LSN (:data:`AFTER_SNAPSHOT`) placed
+    just above the snapshot read at ``snapshot_position`` (the batch's, else the newest earlier batch's): their
+    transaction is the first Debezium streamed after that snapshot, so it committed after it, whatever LSNs its
+    changes were written at. The change's own LSN stays the second segment (their order within the transaction)."""
+    marked = F.col("source_pos").endswith(AFTER_SNAPSHOT)
+    unmarked = F.expr(f"substring(source_pos, 1, length(source_pos) - {len(AFTER_SNAPSHOT)})")
+    if snapshot_position is None:
+        return F.when(marked, unmarked).otherwise(F.col("source_pos"))
+    above = f"{int(snapshot_position[:16], 16) + 1:016x}"
+    return F.when(marked, F.concat(F.greatest(F.substring(unmarked, 1, 16), F.lit(above)),
+                                   F.substring(unmarked, 17, 16))).otherwise(F.col("source_pos"))
+
+
+def _earlier_snapshot_position(settings: LakeSettings, source: str, batch_id: str) -> str | None:
+    """The snapshot position (:func:`_after_snapshot`) the newest earlier batch of ``source`` that read a snapshot
+    recorded in its staging marker, or None."""
+    batches = list_batches(settings, source)
+    for earlier in reversed(batches[:batches.index(batch_id)] if batch_id in batches else []):
+        marker = staging_dir(settings, source, earlier) / STAGING_MARKER
+        recorded = json.loads(marker.read_text()).get("snapshot_position") if marker.exists() else None
+        if recorded:
+            log.info("batch %s: PostgreSQL changes streamed without a last commit LSN are ordered after the "
+                     "snapshot of batch %s (position %s)", batch_id, earlier, recorded)
+            return str(recorded)
+    return None
+
+
 def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, batch_id: str, fmt: str,
                       table_id: str) -> str | None:
     """The highest source position of ``table_id``'s row changes in the newest earlier batch of ``source`` that
@@ -1283,11 +1316,19 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         grouped = parsed.groupBy("status", "reason", "table_id").agg(
             F.count(F.lit(1)).alias("count"),
             F.collect_set(F.when((F.col("status") == "ok") & (F.col("snapshot") == "last"), F.col("source_pos")))
-            .alias("snapshot_ends")).collect()
+            .alias("snapshot_ends"),
+            F.max(F.when((F.col("status") == "ok") & F.col("snapshot").isin(*_SNAPSHOT_READS)
+                         & (F.length("source_pos") == 32), F.col("source_pos")))
+            .alias("snapshot_position"),
+            F.count_if(F.col("source_pos").endswith(AFTER_SNAPSHOT)).alias("after_snapshot")).collect()
         counts = {(r["status"], r["reason"], r["table_id"]): r["count"] for r in grouped}
         # Where a snapshot ended (Debezium's "last"): before Debezium 2.x it marks only the snapshot's last record,
         # of whichever table came last, and ends the snapshot of every table read at that position (apply).
         snapshot_ends = sorted({p for r in grouped for p in r["snapshot_ends"] or ()})
+        snapshot_position = max((r["snapshot_position"] for r in grouped if r["snapshot_position"]), default=None)
+        if any(r["after_snapshot"] for r in grouped):
+            parsed = parsed.withColumn("source_pos", _after_snapshot(
+                snapshot_position or _earlier_snapshot_position(settings, source, batch_id)))
         # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the table's
         # rows, and so are the ALTER TABLEs learned beside them, so a replay after the fix (e.g. a declared key)
         # makes the table as the stream describes it (an added column's DEFAULT fills the rows before it).
@@ -1343,6 +1384,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             | {tid: {"key": key, "columns": columns, "snapshot_ends": snapshot_ends}
                for tid, (key, columns) in ended.items()},
             "format": fmt,
+            **({"snapshot_position": snapshot_position} if snapshot_position else {}),
         }, indent=2))
         result = NormalizeResult(source, batch_id, dict(sorted(staged.items())), quarantined, dict(skipped),
                                  dict(sorted(stopped.items())))

@@ -692,6 +692,37 @@ def test_postgresql_changes_are_ordered_as_debezium_delivers_them(spark, session
         assert dump_rows(session_lake, f"public.{table}") == [{"id": 2, "v": "y"}], reversed_delivery
 
 
+def test_the_first_postgresql_transaction_streamed_after_a_snapshot_is_newer_than_the_snapshot(
+        spark, session_lake, source):
+    # Debezium's offset after a snapshot has no last commit LSN until a transaction commits, so the first one streamed
+    # carries `sequence` [null, lsn]. It was open at the snapshot's LSN (5000), wrote before it (4990..4998) and
+    # committed after it (5050): its update, delete and insert are newer than the reads. The next one is positioned
+    # by its last commit as usual.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    def event(table: str, op: str, lsn: int, last_commit: int | None, snapshot: str, key: int,
+              value: str | None) -> str:
+        row = None if value is None else {"id": key, "v": value}
+        return json.dumps({
+            "before": {"id": key, "v": "s"} if op in ("u", "d") else None, "after": row, "op": op,
+            "source": {"connector": "postgresql", "db": "postgres", "schema": "public", "table": table, "lsn": lsn,
+                       "sequence": json.dumps([None if last_commit is None else str(last_commit), str(lsn)]),
+                       "snapshot": snapshot, "ts_ms": 1700000000000 + lsn}})
+    for same_batch in (True, False):
+        table = f"first_{uuid.uuid4().hex[:6]}"
+        snapshot = [event(table, "r", 5000, None, "first", 1, "s"), event(table, "r", 5000, None, "last", 2, "s")]
+        streamed = [event(table, "u", 4990, None, "false", 1, "new"), event(table, "d", 4995, None, "false", 2, None),
+                    event(table, "c", 4998, None, "false", 4, "n4"), event(table, "c", 5060, 5050, "false", 3, "n3")]
+        for lines in [snapshot + streamed] if same_batch else [snapshot, streamed]:
+            batch = land_and_normalize(spark, session_lake, source, [(f"{table}.jsonl", "\n".join(lines) + "\n")],
+                                       keys=KeySpec.parse([f"public.{table}=id"]))
+            assert batch.result.quarantined == 0
+            apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+        assert dump_rows(session_lake, f"public.{table}") == [
+            {"id": 1, "v": "new"}, {"id": 3, "v": "n3"}, {"id": 4, "v": "n4"}], same_batch
+
+
 def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     events = [  # (commit_lsn, change_lsn, event_serial_no)
         ("00000027:00000a58:0001", "00000027:00000a50:0001", 1),

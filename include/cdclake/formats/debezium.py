@@ -98,7 +98,7 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
 
     scn, commit_scn = F.trim(src["scn"]), F.trim(src["commit_scn"])
     return (
-        F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), _postgres_position(lsn, src["sequence"]))
+        F.when(lsn.isNotNull() & lsn.rlike(r"^\d+$"), _postgres_position(lsn, src["sequence"], src["snapshot"]))
         # Apache SeaTunnel's debezium-json writes Long.MIN_VALUE (as a long or a double) for a PostgreSQL event
         # without an LSN, as Flink's writes MySQL's `"file": "", "pos": 0`: a writer's "no position".
         .when(F.trim(lsn).rlike(_LONG_MIN_LSN), F.lit(NO_BINLOG_POSITION))
@@ -117,8 +117,17 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
     )
 
 
-def _postgres_position(lsn: Column, sequence: Column) -> Column:
-    """``max(last commit LSN, lsn)`` + ``lsn``, 16 hex digits each.
+AFTER_SNAPSHOT = "~"
+"""Suffix of the source position of a PostgreSQL change streamed without a last commit LSN (``sequence``
+``[null, lsn]``). Debezium's offset after a snapshot has none until the first transaction streamed after it
+commits, so that transaction's changes carry none, and it can hold changes written before the snapshot's LSN (it
+was open then, and committed after). Normalize raises such a position above the snapshot's
+(``normalize._after_snapshot``); the suffix itself sorts after the digits, as the raised position does."""
+
+
+def _postgres_position(lsn: Column, sequence: Column, snapshot: Column) -> Column:
+    """``max(last commit LSN, lsn)`` + ``lsn``, 16 hex digits each (see :data:`AFTER_SNAPSHOT` for a streamed change
+    without a last commit LSN).
 
     PostgreSQL decodes transactions in commit order, but a change keeps the LSN it was written at, so LSNs of
     concurrent transactions interleave: a change written before an incremental snapshot's high watermark and
@@ -127,10 +136,13 @@ def _postgres_position(lsn: Column, sequence: Column) -> Column:
     transaction is below its commit LSN, which is the next transaction's last commit LSN. The maximum keeps a
     snapshot read (``[null, snapshot LSN]``) and any event without ``sequence`` at its LSN, as before.
     """
-    last_commit = F.from_json(sequence, "array<string>")[0]
-    last_commit = F.when(last_commit.rlike(r"^\d+$"), last_commit.cast("decimal(20,0)"))
-    return F.concat(hex_segment(F.greatest(lsn.cast("decimal(20,0)"), F.coalesce(last_commit, F.lit(0)))),
-                    hex_segment(lsn))
+    elements = F.from_json(sequence, "array<string>")
+    last_commit = F.when(elements[0].rlike(r"^\d+$"), elements[0].cast("decimal(20,0)"))
+    position = F.concat(hex_segment(F.greatest(lsn.cast("decimal(20,0)"), F.coalesce(last_commit, F.lit(0)))),
+                        hex_segment(lsn))
+    streamed = F.coalesce(F.lower(F.trim(snapshot)), F.lit("false")) == "false"
+    first_after_snapshot = streamed & (F.size(elements) == 2) & elements[0].isNull()
+    return F.when(first_after_snapshot, F.concat(position, F.lit(AFTER_SNAPSHOT))).otherwise(position)
 
 
 def _no_position_fields(src: Column) -> Column:
