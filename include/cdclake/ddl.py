@@ -109,7 +109,9 @@ class DdlColumn:
             :data:`DEFAULT_NOW` for the statement's time (``CURRENT_TIMESTAMP``, ``NOW()``, ``GETDATE()``); for a
             MySQL ``NOT NULL`` column ``ALTER TABLE .. ADD`` adds without one, its type's implicit default
             (:func:`_mysql_implicit_default`);
-            None for no default, ``NULL``, or an expression.
+            None for no default, ``NULL``, or an expression, and for a nullable column SQL Server's ``ALTER TABLE ..
+            ADD`` adds without ``WITH VALUES`` (SQL Server leaves the existing rows NULL; the default is for new
+            rows, whose row events carry their values).
     """
 
     name: str
@@ -349,6 +351,27 @@ def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
         readable = _mysql_readable(src)
         if readable != text:
             return [replace(event, sql=text) for event in _parse_statement(readable, dialect)]
+    if dialect == "tsql":
+        readable, with_values = _tsql_readable(src)
+        events = _parsed(_Source.of(readable, dialect) if readable != text else src, dialect)
+        return [replace(event, sql=text, added=event.added if with_values else tuple(
+            replace(c, default=None) if c.nullable else c for c in event.added)) for event in events]
+    return _parsed(src, dialect)
+
+
+def _tsql_readable(src: _Source) -> tuple[str, bool]:
+    """A T-SQL statement without ``WITH VALUES`` (``ALTER TABLE .. ADD c int NULL DEFAULT 5 WITH VALUES``: the
+    existing rows take the default; sqlglot does not read it), and whether it had one."""
+    spans = [(src.tokens[i].start, src.tokens[i + 1].end + 1) for i in range(len(src.tokens) - 1)
+             if src.word(i) == "WITH" and src.word(i + 1) == "VALUES"]
+    text = src.text
+    for start, end in reversed(spans):
+        text = text[:start] + text[end:]
+    return text, bool(spans)
+
+
+def _parsed(src: _Source, dialect: str) -> list[DdlEvent]:
+    text = src.text
     try:
         tree = _parse(src, dialect)
     except ParseError as err:
@@ -370,6 +393,8 @@ def _events(tree: exp.Expr, src: _Source, dialect: str) -> list[DdlEvent]:
         return [_table_event("truncate", table, src.text) for table in tree.expressions]
     if isinstance(tree, exp.Command):
         return _command_events(tree, src, dialect)
+    if isinstance(tree, exp.Execute) and tree.this is not None and tree.this.name.lower() == "sp_rename":
+        return [_sp_rename_event(tree, src.text)]
     if isinstance(tree, exp.Use):
         database = tree.this.name if tree.this is not None else ""
         return [DdlEvent("other", database or None, None, sql=src.text)]
@@ -383,6 +408,31 @@ def _qualifier(table: exp.Expr) -> str | None:
     if isinstance(db, str):  # sqlglot leaves T-SQL's empty schema in `db..table` as a plain string
         return db or None
     return db.name if db is not None and db.name else None
+
+
+_SP_RENAME_PARAMETERS = ("objname", "newname", "objtype")
+_BRACKETED_PART = re.compile(r'\[((?:[^\]]|\]\])*)\]|"((?:[^"]|"")*)"|([^.]+)')
+
+
+def _sp_rename_event(tree: exp.Execute, sql: str) -> DdlEvent:
+    """SQL Server's ``EXEC sp_rename 'dbo.t.c', 'd', 'COLUMN'`` (a column), ``sp_rename 'dbo.t', 'u'`` (a table);
+    other object types (an index, statistics) change no column."""
+    args: dict[str, str] = {}
+    for i, e in enumerate(tree.expressions):
+        name = e.this.name.lower() if isinstance(e, exp.EQ) and isinstance(e.this, exp.Parameter) else None
+        value = e.expression if isinstance(e, exp.EQ) else e
+        key = name if name in _SP_RENAME_PARAMETERS else _SP_RENAME_PARAMETERS[min(i, 2)]
+        args[key] = value.name if isinstance(value, (exp.Literal, exp.National, exp.Identifier)) else value.sql()
+    parts = [m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(3).strip()
+             for m in _BRACKETED_PART.finditer(args.get("objname", ""))]
+    new, kind = args.get("newname", "").strip().strip("[]"), args.get("objtype", "object").strip().lower()
+    if kind == "column" and len(parts) >= 2 and new:
+        return DdlEvent("alter_table", parts[-3] if len(parts) > 2 else None, parts[-2],
+                        renamed=((parts[-1], new),), sql=sql)
+    if kind == "object" and parts and new:
+        schema = parts[-2] if len(parts) > 1 else None
+        return DdlEvent("rename_table", schema, parts[-1], new_database=schema, new_table=new, sql=sql)
+    return DdlEvent("other", None, None, sql=sql)
 
 
 def _table_event(kind: str, table: exp.Expr, sql: str) -> DdlEvent:

@@ -640,7 +640,11 @@ def test_events_are_frozen() -> None:
     ("ALTER TABLE t ADD COLUMN d decimal(5,2) DEFAULT -1.50", "mysql", "-1.50"),
     ("ALTER TABLE t ADD c boolean DEFAULT (true)", "postgres", "true"),
     ("ALTER TABLE t ADD c INT NOT NULL CONSTRAINT df DEFAULT 5", "tsql", "5"),
-    ("ALTER TABLE t ADD c datetime2 DEFAULT GETDATE()", "tsql", DEFAULT_NOW),
+    ("ALTER TABLE t ADD c datetime2 DEFAULT GETDATE() WITH VALUES", "tsql", DEFAULT_NOW),
+    # SQL Server gives the existing rows a nullable column's default only WITH VALUES: they stay NULL.
+    ("ALTER TABLE t ADD c datetime2 DEFAULT GETDATE()", "tsql", None),
+    ("ALTER TABLE dbo.t ADD c int NULL DEFAULT 5", "tsql", None),
+    ("ALTER TABLE dbo.t ADD c int NULL CONSTRAINT df_c DEFAULT 5 WITH VALUES", "tsql", "5"),
     ("ALTER TABLE t ADD COLUMN e int DEFAULT NULL", "mysql", None),
     ("ALTER TABLE t ADD c int DEFAULT (1+2)", "postgres", None),
     # The wrapped forms that sources write back (TiCDC restores every string default with its charset).
@@ -652,8 +656,8 @@ def test_events_are_frozen() -> None:
     ("ALTER TABLE t ADD COLUMN c varchar(3) DEFAULT 0x61", "mysql", "a"),
     ("ALTER TABLE t ADD COLUMN c varbinary(3) DEFAULT 0xff", "mysql", None),
     ("ALTER TABLE t ADD COLUMN c varchar(5) DEFAULT 'abc'::character varying", "postgres", "abc"),
-    ("ALTER TABLE t ADD c int DEFAULT ((0))", "tsql", "0"),
-    ("ALTER TABLE t ADD c int DEFAULT ((-1))", "tsql", "-1"),
+    ("ALTER TABLE t ADD c int DEFAULT ((0)) WITH VALUES", "tsql", "0"),
+    ("ALTER TABLE t ADD c int NOT NULL DEFAULT ((-1))", "tsql", "-1"),
     ("ALTER TABLE t ADD (d DATE DEFAULT SYSDATE)", "oracle", DEFAULT_NOW),
 ])
 def test_a_constant_default_is_kept_as_its_text(sql: str, dialect: str, default: str | None) -> None:
@@ -690,3 +694,16 @@ def test_mysql_type_synonyms_sqlglot_does_not_read_are_read_as_what_they_stand_f
     assert [(c.name, c.type_text) for c in _one("CREATE TABLE t (`serial` int, `long` varchar(3))").columns] == [
         ("serial", "int"), ("long", "varchar(3)")]
     assert [c.type_text for c in _one("CREATE TABLE t (a bit, b decimal)", "postgres").columns] == ["bit", "decimal"]
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("EXEC sp_rename 'dbo.prod.nv', 'title', 'COLUMN'",
+     DdlEvent("alter_table", "dbo", "prod", renamed=(("nv", "title"),))),
+    ("EXECUTE sp_rename @objname = N'[dbo].[prod].[nv]', @newname = N'title', @objtype = N'COLUMN'",
+     DdlEvent("alter_table", "dbo", "prod", renamed=(("nv", "title"),))),
+    ("exec sp_rename 'dbo.prod', 'goods'", DdlEvent("rename_table", "dbo", "prod", new_database="dbo",
+                                                     new_table="goods")),
+    ("EXEC sp_rename N'dbo.prod.ix_prod', N'ix_goods', N'INDEX'", DdlEvent("other", None, None)),
+])
+def test_sql_server_renames_by_sp_rename(sql: str, expected: DdlEvent) -> None:
+    assert _one(sql, "tsql") == dataclasses.replace(expected, sql=sql)
