@@ -39,6 +39,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _table_id(text: str) -> str:
+    """A ``--table`` value: ``namespace.table``."""
+    if "." not in text.strip(".") or not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace.table (`cdclake tables` lists them)")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
     parser = _Parser(prog="cdclake", description="CDC change streams into validated Apache Iceberg tables.")
@@ -80,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     dump = sub.add_parser("dump", help="print a table's rows as JSON Lines sorted by primary key")
     dump.add_argument("--lake", required=True, metavar="DIR")
-    dump.add_argument("--table", required=True, metavar="NAME", help="namespace.table (see `cdclake tables`)")
+    dump.add_argument("--table", required=True, metavar="NAME", type=_table_id,
+                      help="namespace.table (see `cdclake tables`)")
     dump.add_argument("--all", action="store_true", help="include the _cdc_* bookkeeping columns")
 
     q = sub.add_parser("quarantine", help="inspect and replay quarantined messages")
@@ -107,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     results = dqsub.add_parser("results", help="print stored validation results (cdclake_meta.dq_results) as "
                                                "JSON Lines, newest first")
     results.add_argument("--lake", required=True, metavar="DIR")
-    results.add_argument("--table", metavar="NAME", help="only this namespace.table")
+    results.add_argument("--table", metavar="NAME", type=_table_id, help="only this namespace.table")
     results.add_argument("--run", metavar="ID", help="only this run id")
     held = dqsub.add_parser("held", help="print the (source, batch, table) changes held back, as JSON Lines")
     held.add_argument("--lake", required=True, metavar="DIR")
@@ -117,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--lake", required=True, metavar="DIR")
     release.add_argument("--source", required=True)
     release.add_argument("--batch", required=True, metavar="ID")
-    release.add_argument("--table", required=True, metavar="NAME")
+    release.add_argument("--table", required=True, metavar="NAME", type=_table_id)
     return parser
 
 
@@ -159,6 +167,14 @@ def _apply(args: argparse.Namespace) -> int:
         print(json.dumps(nothing))
         return 0
     spark = get_spark(settings)
+    # Batches an earlier run landed and did not apply (it stopped): first, in order, as a scheduled run does.
+    resumed = pipeline.unapplied_before(settings, args.source, landed.batch_id)
+    for batch_id in resumed:
+        sys.stderr.write(f"cdclake: batch {batch_id} of source {args.source} was landed but not applied (an earlier "
+                         "run stopped): applying it first\n")
+        pipeline.normalize_batch(spark, settings, source=args.source, batch_id=batch_id, fmt=args.format, keys=keys,
+                                 ddl_policies=policies, time_zone=args.time_zone)
+        pipeline.apply_batch(spark, settings, source=args.source, batch_id=batch_id)
     normalized = pipeline.normalize_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
                                           fmt=args.format, keys=keys, ddl_policies=policies,
                                           time_zone=args.time_zone)
@@ -176,6 +192,7 @@ def _apply(args: argparse.Namespace) -> int:
         },
         "quarantined": normalized.quarantined,
         "skipped": normalized.skipped,
+        **({"resumed_batches": resumed} if resumed else {}),
     }
     if landed.lag is not None:
         out["lag"] = landed.lag

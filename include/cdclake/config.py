@@ -546,6 +546,27 @@ def _describe(path: Path, root: yaml.Node | None, error: ValidationError) -> str
     return "\n".join(lines)
 
 
+class _SourceLoader(yaml.SafeLoader):
+    """YAML as source files are read: a date or time stays text (validated by its field, so a wrong one is an
+    error naming the field, not a traceback of YAML's timestamp parser), and a key twice in a mapping is an error
+    (the second would silently win)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"field {key} appears twice (also on line {seen[key]})", key_node.start_mark)
+            if isinstance(key, (str, int, float, bool)):
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def load_source(path: str | os.PathLike[str]) -> SourceConfig:
     """Read and validate one source file.
 
@@ -565,8 +586,8 @@ def load_source(path: str | os.PathLike[str]) -> SourceConfig:
     except OSError as exc:
         raise SourceConfigError(f"{path}: cannot read source config: {exc.strerror}") from exc
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=_SourceLoader)
+        data = yaml.load(text, Loader=_SourceLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -162,7 +162,7 @@ class DqConfig:
         policy: The gating policy per table.
         freshness: ``namespace.table`` (or ``default``) -> SLA: the newest ``_cdc_source_ts`` must be at most this
             old when the table is validated. A table with no SLA gets no freshness expectation.
-        max_quarantined_share: Upper bound of quarantined messages / messages of a batch (batch suite).
+        max_quarantined_share: Upper bound of a table's quarantined share of a batch (batch suite).
         suites_dir: Directory of user suites (``<namespace>.<table>.yaml``).
         future_tolerance: How far in the future a change's ``source_ts`` may be (clock skew) in the batch suite.
     """

@@ -14,7 +14,8 @@ Per micro-batch (suite ``cdclake_batch.<namespace>.<table>``, run on the batch's
 * positions increase per key within an input file (``_position_in_file_order``, false where a change of a key has
   a lower position than the key's previous change in the same file);
 * ``source_ts`` is not in the future (beyond a clock-skew tolerance);
-* the batch's share of quarantined messages (``_batch_quarantined_share``) is at most the threshold.
+* the table's share of the batch's quarantined messages (``_batch_quarantined_share``) is at most the
+  threshold.
 
 A user suite is YAML, one file per table::
 
@@ -189,7 +190,7 @@ def batch_frame(changes: "DataFrame", *, quarantined_share: float) -> "DataFrame
 
     Args:
         changes: Canonical change records of one table of one batch.
-        quarantined_share: Quarantined messages / messages of the whole batch.
+        quarantined_share: The table's quarantined share of the batch (:func:`cdclake.pipeline.quarantined_share`).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -70,4 +70,6 @@ def incompatibility(column: str, table: DataType, incoming: DataType) -> str | N
     return (f"column {column} arrives as {incoming.simpleString()} but the table has {table.simpleString()}; "
             "Iceberg widens only int->long, float->double and decimal precision (same scale), and a value is "
             "cast into the column only without loss, so these changes "
-            "are held back: evolve the table by hand (or rename the column at the source), then replay them")
+            "are held back: evolve the table by hand, with the same change to its changelog "
+            "(cdclake_changelog.<namespace>__<table>) and history table (cdclake_history.*) if it has them, "
+            "or rename the column at the source; then replay them")

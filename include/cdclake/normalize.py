@@ -87,7 +87,7 @@ from cdclake.schema_changes import (
     interpret,
 )
 from cdclake.keys import KeySpec
-from cdclake.landing import batch_raw_paths, list_batches, read_manifest
+from cdclake.landing import batch_raw_paths, list_batches
 from cdclake.plans import ColumnPlan, cached_plan, plan_key
 from cdclake.records import canonical_schema, position
 from cdclake.settings import LakeSettings
@@ -694,7 +694,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 why = "no message key, pkNames or CREATE TABLE names one"
             problems[tid] = (
                 f"table {tid} has no primary key: " + why
-                + f"; declare one with --key {tid}=COL[,COL...] (or `keys:` in the source config)"
+                + f"; declare one with --key {tid}=COL[,COL...] (or `key:` in the source config's `overrides:` "
+                "for the table)"
                 + (f"; the batch's CREATE TABLE of it could not be read ({unreadable})" if unreadable else "")
             )
             continue
@@ -1059,16 +1060,12 @@ def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, 
     with its batch id as the tie-break, follows them. The raw zone is immutable, so a re-run finds the same
     position. None for a batch of replayed quarantined messages: it was landed after batches that came later at
     the source (replayed batches are passed over for the same reason)."""
-    def replayed(batch: str) -> bool:
-        files = read_manifest(settings, source, batch)["files"]
-        return any(entry["input"].startswith(quarantine.REPLAY_SCHEME) for entry in files)
-
-    if replayed(batch_id):
+    if quarantine.is_replay_batch(settings, source, batch_id):
         return None
     normalizer = get_normalizer(fmt)
     batches = list_batches(settings, source)
     for earlier in reversed(batches[:batches.index(batch_id)] if batch_id in batches else []):
-        if replayed(earlier):
+        if quarantine.is_replay_batch(settings, source, earlier):
             continue
         raw = spark.read.schema(RAW_SCHEMA).json(batch_raw_paths(settings, source, earlier))
         # Cached before the filter, as normalize_batch caches its parse: pushed into the parse, the filter would

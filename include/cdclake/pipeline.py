@@ -225,6 +225,17 @@ def next_kafka_batch(settings: "LakeSettings", *, source: str, kafka: "KafkaSour
     return land_kafka(settings, source=source, kafka=kafka, spark=spark)
 
 
+def unapplied_before(settings: "LakeSettings", source: str, batch_id: str) -> list[str]:
+    """The source's batches landed before ``batch_id`` and not applied (a run stopped after landing them), oldest
+    first; batches of replayed quarantined messages are left to ``cdclake quarantine replay``."""
+    from cdclake.landing import list_batches
+    from cdclake.quarantine import is_replay_batch
+
+    batches = list_batches(settings, source)
+    earlier = batches[:batches.index(batch_id)] if batch_id in batches else []
+    return [b for b in earlier if not is_applied(settings, source, b) and not is_replay_batch(settings, source, b)]
+
+
 def _applied_marker(settings: "LakeSettings", source: str, batch_id: str) -> Any:
     return settings.staging_root / source / batch_id / "_applied.json"
 
@@ -374,7 +385,6 @@ def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: s
     from cdclake.quality import validate_table
 
     config = config or DqConfig.from_env()
-    share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
     summaries = []
     for tid, counts in sorted(applied.tables.items()):
         sla = config.freshness_sla(tid)
@@ -389,22 +399,17 @@ def validate_batch(spark: "SparkSession", settings: "LakeSettings", *, source: s
             extra_expectations=specs, expectation_parameters=dq_suites.table_parameters(freshness_sla=sla),
         ))
         batch = validate_batch_changes(spark, settings, source=source, batch_id=batch_id, table_id=tid,
-                                       run_id=run_id, config=config, share=share)
+                                       run_id=run_id, config=config)
         if batch is not None:
             summaries.append(batch)
     return summaries
 
 
 def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str,
-                           table_id: str, run_id: str, config: "DqConfig",
-                           share: float | None = None) -> "ValidationSummary | None":
+                           table_id: str, run_id: str, config: "DqConfig") -> "ValidationSummary | None":
     """The batch suite of one table: its staged canonical changes of the batch (ops in the allowed set, positions
-    present and increasing per key within a file, source times not in the future, the batch's quarantined share
-    under the threshold). None when the batch staged nothing for the table.
-
-    Args:
-        share: The batch's quarantined share (:func:`quarantined_share`), when the caller has it.
-    """
+    present and increasing per key within a file, source times not in the future, the table's quarantined share
+    of the batch under the threshold: :func:`quarantined_share`). None when the batch staged nothing for it."""
     from cdclake import dq_suites
     from cdclake.normalize import read_staged, staging_dir
     from cdclake.quality import batch_suite_name, validate_table
@@ -412,9 +417,10 @@ def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, s
     staged = staging_dir(settings, source, batch_id) / table_id
     if not staged.exists():
         return None
-    if share is None:
-        share = quarantined_share(spark, settings, source=source, batch_id=batch_id)
-    changes = dq_suites.batch_frame(read_staged(spark, staged), quarantined_share=share)
+    staged_changes = read_staged(spark, staged)
+    share = quarantined_share(spark, source=source, batch_id=batch_id, table_id=table_id,
+                              staged=staged_changes.count())
+    changes = dq_suites.batch_frame(staged_changes, quarantined_share=share)
     return validate_table(
         changes, table_id=table_id, key_columns=[], expected_row_count=None, dq_root=settings.dq_root,
         run_id=run_id, batch_id=batch_id, suite=batch_suite_name(table_id),
@@ -423,23 +429,18 @@ def validate_batch_changes(spark: "SparkSession", settings: "LakeSettings", *, s
     )
 
 
-def quarantined_share(spark: "SparkSession", settings: "LakeSettings", *, source: str, batch_id: str) -> float:
-    """Quarantined messages / messages of a batch (0 when the batch has no messages or no manifest)."""
+def quarantined_share(spark: "SparkSession", *, source: str, batch_id: str, table_id: str, staged: int) -> float:
+    """A table's quarantined share of a batch: its quarantined messages and those of no known table (malformed
+    JSON, an unknown shape: they may be the table's), over those plus its ``staged`` changes (0 when there are
+    none). Another table's bad messages do not count against it."""
     from cdclake import quarantine
-    from cdclake.landing import read_manifest
     from cdclake.catalog import sql_literal
 
-    try:
-        messages = int(read_manifest(settings, source, batch_id)["message_count"])
-    except Exception:  # noqa: BLE001 - a replay batch's manifest may be elsewhere; the share is then unknown
-        log.warning("no manifest for batch %s of %s: quarantined share taken as 0", batch_id, source)
-        return 0.0
-    if messages <= 0:
-        return 0.0
     name = quarantine.ensure_table(spark)
     held = spark.sql(f"SELECT count(*) FROM {name} WHERE source = '{sql_literal(source)}' "
-                     f"AND batch_id = '{sql_literal(batch_id)}'").first()[0]
-    return held / messages
+                     f"AND batch_id = '{sql_literal(batch_id)}' "
+                     f"AND (table_id = '{sql_literal(table_id)}' OR table_id IS NULL)").first()[0]
+    return held / (held + staged) if held + staged else 0.0
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,22 @@ from cdclake.identity import meta_table, spark_table_name
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cdclake.settings import LakeSettings
+
 log = logging.getLogger(__name__)
 
 TABLE = meta_table("quarantine")
 PASSTHROUGH = ("input", "index", "line", "byte_offset", "offset", "key", "value", "table_id")
+"""Parsed-record columns a quarantine row keeps (besides the reason)."""
 REPLAY_SCHEME = "quarantine-replay://"
 """The input URI scheme of a batch of replayed quarantined messages (landed after the batches they came from)."""
-"""Parsed-record columns a quarantine row keeps (besides the reason)."""
+
+
+def is_replay_batch(settings: "LakeSettings", source: str, batch_id: str) -> bool:
+    """Whether a landed batch holds replayed quarantined messages (:data:`REPLAY_SCHEME` inputs)."""
+    from cdclake.landing import read_manifest
+
+    return any(entry["input"].startswith(REPLAY_SCHEME) for entry in read_manifest(settings, source, batch_id)["files"])
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS {name} (

@@ -3,7 +3,8 @@ re-runs converge to the reference applier's table, with the changelog holding ea
 
 The second batch is applied by a chain of runs, each killed at a later step than the one before: after the
 changelog append, after the re-snapshot cut, after the MERGE commit (tombstones not yet recorded) and after the
-tombstones; the last run completes. Every run starts from the state the previous crash left.
+tombstones. Every run starts from the state the previous crash left. The last run is given only a third batch's
+input: it applies the crashed batch first, then the third.
 """
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ def _cli(lake: Path, path: Path, fault: str | None) -> subprocess.CompletedProce
         capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
-def _stream() -> tuple[list, list]:
+def _stream() -> tuple[list, list, list]:
     events, _ = simulate([("upsert", 1), ("upsert", 2), ("upsert", 3), ("upsert", 4), ("update", 1, False),
-                          ("snapshot", 0), ("delete", 2), ("update", 3, True), ("upsert", 5), ("rekey", 4, 6)])
+                          ("snapshot", 0), ("delete", 2), ("update", 3, True), ("upsert", 5), ("rekey", 4, 6),
+                          ("update", 5, False), ("upsert", 7)])
     first = [e for e in events if e.op != "r"][:5]
     snapshot = [e for e in events if e.op == "r" and e.key != 1]  # key 1's delete was "lost": the snapshot ends it
     snapshot[-1] = replace(snapshot[-1], snapshot="last")
     rest = [e for e in events if e.op != "r"][5:]
-    return first, snapshot + rest
+    return first, snapshot + rest[:-2], rest[-2:]
 
 
 def _write(path: Path, events: list) -> Path:
@@ -54,10 +56,11 @@ def _write(path: Path, events: list) -> Path:
 def test_killed_applies_converge_to_the_reference(lake, tmp_path: Path) -> None:
     from cdclake.catalog import pyiceberg_catalog
 
-    first, second = _stream()
+    first, second, third = _stream()
     ref = Reference()
     ref.apply_batch(1, first)
     ref.apply_batch(2, second)
+    ref.apply_batch(3, third)
 
     done = _cli(lake.root, _write(tmp_path / "b1.jsonl", first), None)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -65,10 +68,11 @@ def test_killed_applies_converge_to_the_reference(lake, tmp_path: Path) -> None:
     for fault in CHAIN:
         killed = _cli(lake.root, second_path, fault)
         assert killed.returncode == -9, (fault, killed.returncode, killed.stderr[-3000:])
-    final = _cli(lake.root, second_path, None)
+    # The next run brings new input only: the crashed batch is applied first (landing skips nothing new).
+    final = _cli(lake.root, _write(tmp_path / "b3.jsonl", third), None)
     assert final.returncode == 0, final.stderr[-3000:]
     summary = json.loads(final.stdout)
-    assert summary["batch_id"] == "00000002" and summary["new_batch"] is False
+    assert (summary["batch_id"], summary["new_batch"], summary["resumed_batches"]) == ("00000003", True, ["00000002"])
 
     catalog = pyiceberg_catalog(lake)
     table = catalog.load_table(TID)
@@ -78,9 +82,9 @@ def test_killed_applies_converge_to_the_reference(lake, tmp_path: Path) -> None:
     assert actual == expected
 
     batches = {s.summary.additional_properties.get("cdclake.batch-id") for s in table.snapshots()}
-    assert {"00000001", "00000002"} <= batches
+    assert {"00000001", "00000002", "00000003"} <= batches
 
     changelog = catalog.load_table("cdclake_changelog.faults__items").scan().to_arrow().to_pylist()
     positions = Counter(r["_cdc_position"] for r in changelog)
     assert positions and max(positions.values()) == 1, "a change was appended to the changelog twice"
-    assert {r["_cdc_batch_id"] for r in changelog} == {"00000001", "00000002"}
+    assert {r["_cdc_batch_id"] for r in changelog} == {"00000001", "00000002", "00000003"}

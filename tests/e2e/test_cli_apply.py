@@ -85,6 +85,7 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
         (["apply", "--format", "nope", "--input", "x", "--lake", "y"], "invalid choice"),
         (["apply", "--format", "debezium", "--input", "/does/not/exist", "--lake", "LAKE"], "no such file"),
         (["dump", "--lake", "LAKE", "--table", "public.missing"], "no table"),
+        (["dump", "--lake", "LAKE", "--table", "missing"], "is not a namespace.table"),
         (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "t="], "at least one column"),
         (["apply", "--format", "canal", "--input", "x", "--lake", "y", "--time-zone", "CST"], "expected an IANA name"),
         ([], "required"),

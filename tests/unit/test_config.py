@@ -179,6 +179,12 @@ ERRORS = [
      ["bad_document_field.yaml:5:", "field overrides", "document field 'qty': type 'map' is not one of"]),
     ("bad_maintenance", VALID.format(name="bad_maintenance") + "defaults:\n  maintenance: {retain_last: 0}\n",
      ["field defaults.maintenance.retain_last", "greater than or equal to 1"]),
+    ("bad_start_date", VALID.format(name="bad_start_date") + "start_date: 2025-13-01\n",
+     ["bad_start_date.yaml:4:", "field start_date", "month value is outside expected range", "'2025-13-01'"]),
+    ("bad_start_day", VALID.format(name="bad_start_day") + "start_date: 2025-02-30\n",
+     ["bad_start_day.yaml:4:", "field start_date", "day value is outside expected range"]),
+    ("twice", VALID.format(name="twice") + "schedule: '@daily'\nschedule: '@hourly'\n",
+     ["twice.yaml:5:", "field schedule appears twice (also on line 4)"]),
     ("not_yaml", "name: [unclosed\n", ["not_yaml.yaml:2:", "not valid YAML"]),
     ("not_mapping", "- a\n- b\n", ["not_mapping.yaml:1:", "must be a mapping", "list"]),
 ]

@@ -970,7 +970,8 @@ def test_a_string_converters_message_key_is_named_in_the_reason(spark, session_l
     assert {row.reason for row in quarantined(spark, batch)} == {
         'table a.string_keyed has no primary key: its message key is not a JSON object ("Struct{id=1}"; a string '
         "converter writes a key so, the JSON converter names the key's columns), and no pkNames or CREATE TABLE "
-        "names one; declare one with --key a.string_keyed=COL[,COL...] (or `keys:` in the source config)"}
+        "names one; declare one with --key a.string_keyed=COL[,COL...] (or `key:` in the source config's "
+        "`overrides:` for the table)"}
 
     batch = land_and_normalize(spark, session_lake, f"{source}_keyed", [("string-keys.kcat.jsonl", lines)],
                                keys=KeySpec.parse(["a.string_keyed=id"]))

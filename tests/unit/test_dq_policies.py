@@ -219,3 +219,22 @@ def test_user_suite_yaml_adds_expectations(spark, session_lake, monkeypatch, tmp
     assert _failed(error.report, tid) == [(f"cdclake.{tid}", "expect_column_values_to_match_regex", "name")]
     (row,) = [r for r in _stored(session_lake, tid) if not r["success"]]
     assert [r["name"] for r in row["sample_rows"]] == ["Not OK"]
+
+
+def test_a_tables_quarantined_share_counts_its_own_and_tableless_messages_only(spark, session_lake):
+    from cdclake import quarantine
+    from cdclake.pipeline import quarantined_share
+
+    name = quarantine.ensure_table(spark)
+    schema = spark.table(name).schema
+    source = "dq_share"
+
+    def row(batch_id: str, table_id: str | None) -> tuple[Any, ...]:
+        values = {"source": source, "batch_id": batch_id, "table_id": table_id, "reason": "test"}
+        return tuple(values.get(f.name) for f in schema.fields)
+    # Batch 0001: 3 of s.bad, 1 of no known table (malformed JSON); s.bad's in batch 0002 do not count.
+    spark.createDataFrame([row("0001", "s.bad")] * 3 + [row("0001", None), row("0002", "s.bad")],
+                          schema).writeTo(name).append()
+    assert quarantined_share(spark, source=source, batch_id="0001", table_id="s.good", staged=9) == 0.1
+    assert quarantined_share(spark, source=source, batch_id="0001", table_id="s.bad", staged=4) == 0.5
+    assert quarantined_share(spark, source="dq_share_other", batch_id="0001", table_id="s.good", staged=0) == 0.0

@@ -225,6 +225,25 @@ def test_drs_mongodb_partial_updates_patch_the_stored_document(spark, session_la
     assert json.loads(row["document"]) == {"_id": "64650cf67dc36a464e76e583", "column1": "aaa"}
 
 
+def test_a_drs_mongodb_update_with_the_oplogs_format_version_1_is_applied(spark, session_lake, source):
+    # MongoDB 3.6-4.4 oplog updates carry "$v": 1 beside the operators: a format version, not an operator.
+    # ("$v": 2 is the diff format, {"$v": 2, "diff": ...}, which cdclake does not read: quarantined.)
+    from cdclake.pipeline import apply_batch
+
+    db = f"m{uuid.uuid4().hex[:8]}"
+    docs = [text(n).replace('"db": "ljx"', f'"db": "{db}"') for n in ("drs/mongo_insert.json",
+                                                                      "drs/mongo_update_set.json")]
+    docs[1] = docs[1].replace('"{\\"$set\\"', '"{\\"$v\\": 1, \\"$set\\"')
+    assert '$v' in docs[1]
+    files = [InputFile(f"mem://{source}/{i}.json", d.encode("utf-8")) for i, d in enumerate(docs)]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=files)
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs")
+    assert result.quarantined == 0, result
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    (row,) = dump_rows(session_lake, f"{db}.ljx")
+    assert json.loads(row["document"])["c1"] == "aaa"
+
+
 def test_ckafka_format_one_with_declared_key(spark, session_lake, source):
     names = ["ckafka/dml_insert.json", "ckafka/dml_update.json", "ckafka/dml_delete.json"]
     batch_id, result = run(spark, session_lake, source, names, "ckafka", keys=["inventory.customers=id"])

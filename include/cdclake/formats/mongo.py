@@ -68,7 +68,9 @@ def _bad_operator(value: Column) -> Column:
     ops = F.from_json(value, _MAP)
     names = F.flatten(F.array(*[F.coalesce(F.json_object_keys(ops[o]), F.array().cast("array<string>"))
                                 for o in SUPPORTED_OPERATORS]))
-    unsupported = F.filter(F.map_keys(ops), lambda k: ~k.isin(*SUPPORTED_OPERATORS))
+    # `"$v": 1`: the oplog's update format version (MongoDB 3.6-4.4) beside classic operators, not an operator.
+    version_1 = F.coalesce(F.trim(ops["$v"]) == "1", F.lit(False))
+    unsupported = F.filter(F.map_keys(ops), lambda k: ~k.isin(*SUPPORTED_OPERATORS) & ~((k == "$v") & version_1))
     dotted = F.filter(names, lambda k: k.contains("."))
     return (F.when(F.size(unsupported) > 0, F.concat(F.lit("unsupported MongoDB update operator(s): "),
                                                        F.array_join(unsupported, ", "),
