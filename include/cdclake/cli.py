@@ -46,6 +46,13 @@ def _table_id(text: str) -> str:
     return text
 
 
+def _batch_id(text: str) -> str:
+    """A ``--batch`` value: a batch id, whose leading zeros may be left out (``3`` is ``00000003``)."""
+    from cdclake.landing import BATCH_ID_WIDTH
+
+    return text.strip().zfill(BATCH_ID_WIDTH) if text.strip().isdigit() else text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
     parser = _Parser(prog="cdclake", description="CDC change streams into validated Apache Iceberg tables.")
@@ -96,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     qlist = qsub.add_parser("list", help="print quarantined messages as JSON Lines (reason, where, raw text)")
     qlist.add_argument("--lake", required=True, metavar="DIR")
     qlist.add_argument("--source", help="only this source")
-    qlist.add_argument("--batch", help="only this batch id")
+    qlist.add_argument("--batch", type=_batch_id, help="only this batch id (3 or 00000003)")
     qlist.add_argument("--reason", metavar="TEXT", help="only reasons containing TEXT (case-insensitive)")
     replay = qsub.add_parser("replay", help="re-run quarantined messages through the current code as a new batch")
     replay.add_argument("--lake", required=True, metavar="DIR")
@@ -124,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                "validate again; changes that still fail are held again (exit 1)")
     release.add_argument("--lake", required=True, metavar="DIR")
     release.add_argument("--source", required=True)
-    release.add_argument("--batch", required=True, metavar="ID")
+    release.add_argument("--batch", required=True, metavar="ID", type=_batch_id)
     release.add_argument("--table", required=True, metavar="NAME", type=_table_id)
     return parser
 

@@ -302,6 +302,8 @@ class TableOptions(_Model):
             for column in value:
                 if not re.fullmatch(_COLUMN, column):
                     raise ValueError(f"key column {column!r} is not a column name")
+            if len(set(value)) < len(value):
+                raise ValueError(f"key names a column twice: {list(value)}")
         return value
 
     @field_validator("partition_spec")

@@ -49,6 +49,10 @@ class KeySpec:
             cols = tuple(c.strip() for c in columns.split(",") if c.strip())
             if not cols:
                 raise ConfigError(f"--key {value!r}: expected [TABLE=]COL[,COL...] with at least one column")
+            if len(set(cols)) < len(cols):
+                raise ConfigError(f"--key {value!r}: a column is named twice")
+            if sep and not table.strip():
+                raise ConfigError(f"--key {value!r}: no table before '=' (write COL[,COL...] for every table)")
             table = table.strip().lower()
             if not table:
                 if default:

@@ -87,6 +87,8 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
         (["dump", "--lake", "LAKE", "--table", "public.missing"], "no table"),
         (["dump", "--lake", "LAKE", "--table", "missing"], "is not a namespace.table"),
         (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "t="], "at least one column"),
+        (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "=id"], "no table before"),
+        (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "t=id,id"], "named twice"),
         (["apply", "--format", "canal", "--input", "x", "--lake", "y", "--time-zone", "CST"], "expected an IANA name"),
         ([], "required"),
     ],

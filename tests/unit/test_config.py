@@ -145,6 +145,8 @@ ERRORS = [
      ["field defaults.freshness_sla", "expected a duration", "'soon'"]),
     ("bad_key", VALID.format(name="bad_key") + "defaults:\n  key: ['order id']\n",
      ["field defaults.key", "'order id' is not a column name"]),
+    ("key_twice", VALID.format(name="key_twice") + "overrides:\n  public.t: {key: [id, id]}\n",
+     ["key_twice.yaml:5:", "field overrides", "key names a column twice"]),
     ("end_before_start", VALID.format(name="end_before_start") + "start_date: 2026-02-01\nend_date: 2026-01-31\n",
      ["end_before_start.yaml:", "end_date: 2026-01-31T00:00:00+00:00 is before start_date 2026-02-01"]),
     ("bad_retries", VALID.format(name="bad_retries") + "retries: -1\n", ["field retries", "greater than or equal"]),
