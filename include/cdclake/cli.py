@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from cdclake.exceptions import ApplyFailedError, CdclakeError, ConfigError
 from cdclake.formats import FORMATS
@@ -203,24 +203,39 @@ def _apply(args: argparse.Namespace) -> int:
     }
     if landed.lag is not None:
         out["lag"] = landed.lag
-    if args.validate:
-        summaries = pipeline.validate_batch(spark, settings, source=args.source, batch_id=landed.batch_id,
-                                            applied=applied, run_id=f"cli-{args.source}-{landed.batch_id}")
-        # Two suites per table (the table after apply, the batch's changes): one entry per table, both merged.
-        validation: dict[str, dict[str, object]] = {}
-        for s in summaries:
-            entry = validation.setdefault(s.table_id, {"success": True, "failed": [], "report": str(s.report_json)})
-            entry["success"] = bool(entry["success"]) and s.success
-            entry["failed"] = [*entry["failed"], *(o.expectation for o in s.failed())]  # type: ignore[misc]
-        out["validation"] = validation
     if normalized.ddl_stopped:
         out["ddl_stopped"] = normalized.ddl_stopped
+    failed_validation = _validate(spark, settings, args.source, applied, out) if args.validate else None
     print(json.dumps(out))
-    if normalized.ddl_stopped:
-        for tid, why in normalized.ddl_stopped.items():
-            sys.stderr.write(f"cdclake: {tid}: {why}\n")
-        return 3
-    return 0
+    for tid, why in normalized.ddl_stopped.items():
+        sys.stderr.write(f"cdclake: {tid}: {why}\n")
+    if failed_validation:
+        sys.stderr.write(f"cdclake: {failed_validation}\n")
+        return 1
+    return 3 if normalized.ddl_stopped else 0
+
+
+def _validate(spark: Any, settings: Any, source: str, applied: Any, out: dict[str, Any]) -> str | None:
+    """``--validate``: the data-quality gate on the applied batch, as the DAGs run it (each table's policy from
+    ``CDCLAKE_DQ_POLICY``, results stored in ``cdclake_meta.dq_results``, a ``quarantine`` table's changes held);
+    adds ``validation`` to ``out``. Returns the failure text when a ``fail`` table failed, else None. A malformed
+    user suite prints the summary before the error (the batch is applied)."""
+    from cdclake import dq_results
+    from cdclake.dq_config import DqConfig
+    from cdclake.dq_gate import ValidationFailedError, gate_batch
+
+    failure = None
+    try:
+        report = gate_batch(spark, settings, source=source, applied=applied, config=DqConfig.from_env(),
+                            run_id=f"cli-{source}-{applied.batch_id}")
+    except ValidationFailedError as exc:
+        report, failure = exc.report, str(exc)
+    except ConfigError:
+        print(json.dumps(out))
+        raise
+    out["validation"] = {tid: {"success": t["status"] != dq_results.STATUS_FAILED, **t,
+                               "report": report["data_docs_index"]} for tid, t in report["tables"].items()}
+    return failure
 
 
 def _tables(args: argparse.Namespace) -> int:

@@ -51,7 +51,9 @@ FRESHNESS_PARAMETER = "freshness_cutoff"
 FUTURE_PARAMETER = "latest_allowed_source_ts"
 QUARANTINED_SHARE_COLUMN = "_batch_quarantined_share"
 IN_ORDER_COLUMN = "_position_in_file_order"
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+"""Word starts in a class name: a capital after a lower-case letter or digit, and the last capital of an acronym
+before a word (``KLDivergence`` -> ``KL``, ``Divergence``)."""
 
 
 @dataclass(frozen=True)

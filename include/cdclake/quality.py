@@ -353,6 +353,10 @@ def _expectations(keys: Sequence[str], *, with_row_count: bool) -> list[Any]:
     return expectations
 
 
+EXCEPTION_MESSAGE_LIMIT = 500
+"""Characters kept of an exception message in an outcome's details (a Java stack trace is long)."""
+
+
 def _outcome(item: Mapping[str, Any]) -> ExpectationOutcome:
     config = item["expectation_config"]
     kwargs: Mapping[str, Any] = config.get("kwargs", {})
@@ -370,9 +374,15 @@ def _outcome(item: Mapping[str, Any]) -> ExpectationOutcome:
     expected = {key: value for key, value in kwargs.items() if key not in _TARGET_KWARGS}
     if expected:
         details["expected"] = expected
+    # GE reports an expectation that raised (a missing column, a bad regex) either as one exception_info or, in
+    # GE 1.x, keyed by the metric that raised: the messages are the reason, on the page and in the results.
     exception = item.get("exception_info") or {}
-    if exception.get("raised_exception"):
-        details["exception"] = exception.get("exception_message")
+    infos = [exception] if "raised_exception" in exception else [
+        v for v in exception.values() if isinstance(v, Mapping)]
+    messages = dict.fromkeys(str(i.get("exception_message") or "")[:EXCEPTION_MESSAGE_LIMIT]
+                             for i in infos if i.get("raised_exception"))
+    if any(messages):
+        details["exception"] = "; ".join(m for m in messages if m)
 
     observed = result["observed_value"] if "observed_value" in result else result.get("unexpected_count")
     return ExpectationOutcome(

@@ -410,14 +410,21 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     if SOFT_DELETE_COLUMN in df.columns:  # soft deletes: the suite and the row count see the live rows
         df = df.where(f"NOT coalesce({SOFT_DELETE_COLUMN}, false)")
     batch_id = batches[-1] if batches else ""
-    # The generated suite beyond key and row count (bookkeeping columns, column types) and the table's user suite,
-    # as in every other path (pipeline.validate_batch); freshness is checked below, against the config's SLA.
-    specs = dq_suites.merge(dq_suites.table_expectations(table_schema(spark, tid), freshness_sla=None),
+    # The generated suite beyond key and row count (bookkeeping columns, column types, freshness against the
+    # config's SLA) and the table's user suite, as in every other path (pipeline.validate_batch): every outcome is
+    # stored and shown on the Data Quality pages.
+    sla = options.freshness_sla
+    moment = now or datetime.now(timezone.utc)
+    specs = dq_suites.merge(dq_suites.table_expectations(table_schema(spark, tid), freshness_sla=sla),
                             dq_suites.load_user_suite(suites_dir(), tid))
     summary = run_suite(df, table_id=tid, key_columns=key_columns_of(spark, tid),
                         expected_row_count=applied["rows_after"], dq_root=settings.dq_root, run_id=run_id,
-                        batch_id=batch_id, extra_expectations=specs)
-    failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()]
+                        batch_id=batch_id, extra_expectations=specs,
+                        expectation_parameters=dq_suites.table_parameters(freshness_sla=sla, now=moment))
+    stale = [o for o in summary.failed()
+             if o.expectation == "expect_column_max_to_be_between" and o.column == "_cdc_source_ts"]
+    failures = [f"{o.expectation}({o.column or ''}) observed {o.observed_value!r}" for o in summary.failed()
+                if o not in stale]  # the freshness failure is told below, with the age and the SLA
     # The batch suite (ops, positions, source times, quarantined share) of each batch on the table's changes.
     thresholds = DqConfig.from_env()
     batch_summaries = [s for s in (pipeline.validate_batch_changes(spark, settings, source=source, batch_id=b,
@@ -426,18 +433,15 @@ def validate_table(source: str, applied: Mapping[str, Any], *, run_id: str,
     failures += [f"batch {s.batch_id}: {o.expectation}({o.column or ''}) observed {o.observed_value!r}"
                  for s in batch_summaries for o in s.failed()]
     stale_by_s = None
-    if options.freshness_sla is not None:
+    if stale:
         newest = df.agg(F.max("_cdc_source_ts")).first()[0]
-        moment = now or datetime.now(timezone.utc)
         if newest is None:
             failures.append("freshness: the table has no change with a source time")
         else:
             newest = newest if newest.tzinfo else newest.replace(tzinfo=timezone.utc)
-            age = (moment - newest).total_seconds()
-            if age > options.freshness_sla.total_seconds():
-                stale_by_s = age - options.freshness_sla.total_seconds()
-                failures.append(f"freshness: newest change at {newest.isoformat()} is older than the SLA "
-                                f"{options.freshness_sla} by {stale_by_s:.0f}s")
+            stale_by_s = max(0.0, (moment - newest).total_seconds() - sla.total_seconds()) if sla else None
+            failures.append(f"freshness: newest change at {newest.isoformat()} is older than the SLA "
+                            f"{sla} by {stale_by_s or 0:.0f}s")
     text = f"validation FAILED for {tid} (dq_policy {options.dq_policy}): " + "; ".join(failures)
     if not failures:
         status = dq_results.STATUS_PASSED

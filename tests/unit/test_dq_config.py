@@ -82,6 +82,7 @@ def test_user_suite_loading(tmp_path):
                                                           {"column": "amount", "min_value": 0}, "never negative")
     assert load_user_suite(tmp_path, "no.suite") == []
     assert snake_case("ExpectColumnToExist") == "expect_column_to_exist"
+    assert snake_case("ExpectColumnKLDivergenceToBeLessThan") == "expect_column_kl_divergence_to_be_less_than"
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -175,3 +175,20 @@ def test_missing_key_column_names_table_and_column(spark, tmp_path):
 def test_run_id_must_name_a_file(spark, tmp_path, run_id):
     with pytest.raises(ValueError, match="run_id"):
         _validate(spark, tmp_path, CLEAN_ROWS, run_id=run_id)
+
+
+def test_an_expectation_that_raises_keeps_the_reason(spark, tmp_path):
+    # A column that does not exist and a regular expression that does not compile: GE reports them as raised
+    # exceptions (in GE 1.x keyed by the metric that raised), which the outcome must keep as its reason.
+    from cdclake.dq_suites import ExpectationSpec
+
+    df = spark.createDataFrame(CLEAN_ROWS, SCHEMA)
+    summary = validate_table(df, table_id="shop.customers", key_columns=["id"], expected_row_count=None,
+                             dq_root=tmp_path, run_id="run-raise", batch_id="batch-0001", extra_expectations=[
+                                 ExpectationSpec(NOT_NULL, {"column": "amout"}),
+                                 ExpectationSpec("expect_column_values_to_match_regex",
+                                                 {"column": "name", "regex": "(["})])
+    failed = {o.column: o for o in summary.failed()}
+    assert set(failed) == {"amout", "name"}
+    assert "amout" in failed["amout"].details["exception"]
+    assert failed["name"].details["exception"]
