@@ -67,7 +67,7 @@ from cdclake.catalog import (
     commit_properties, create_table, recorded_connect_types, retry_conflicts, sql_literal, table_exists,
     table_properties, table_schema,
 )
-from cdclake.evolution import widening
+from cdclake.evolution import fits, widening
 from cdclake.exceptions import ConfigError
 from cdclake.identity import spark_table_name, split_table_id
 from cdclake.locks import table_lock
@@ -589,7 +589,7 @@ def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
         layout: Extra DDL between ``USING iceberg`` and ``TBLPROPERTIES`` (e.g. ``PARTITIONED BY ..``).
 
     Returns:
-        The side table's fields before new columns were added.
+        The side table's fields before new columns were added (after a column of another type was renamed aside).
     """
     name = spark_table_name(side)
     cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
@@ -597,8 +597,17 @@ def _side_table(spark: SparkSession, side: str, columns: Sequence[StructField],
     create_table(spark, side, f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(cols)}) USING iceberg {layout} "
                  f"TBLPROPERTIES ('format-version'='2', 'write.merge.mode'='merge-on-read', "
                  f"'{KEY_COLUMNS_PROPERTY}'='{','.join(key)}')")
+    present = {f.name: f.dataType for f in table_schema(spark, side).fields}
+    for f in columns:
+        if f.name in present and not fits(present[f.name], f.dataType) and not widening(present[f.name], f.dataType):
+            # The table's column was dropped and added again with another type: the side table keeps the old
+            # column's history under another name, and starts the new one.
+            aside = next(n for n in (f"{f.name}__{i}" for i in range(1, 1000)) if n not in present)
+            spark.sql(f"ALTER TABLE {name} RENAME COLUMN {_q(f.name)} TO {_q(aside)}")
+            log.warning("%s: column %s is now %s in the table; its %s history is kept as %s", side, f.name,
+                        f.dataType.simpleString(), present[f.name].simpleString(), aside)
+            present[aside] = present.pop(f.name)
     existing = list(table_schema(spark, side).fields)
-    present = {f.name: f.dataType for f in existing}
     for f in columns:
         if f.name not in present:
             spark.sql(f"ALTER TABLE {name} ADD COLUMN {_q(f.name)} {f.dataType.simpleString()}")

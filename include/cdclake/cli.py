@@ -47,10 +47,12 @@ def _table_id(text: str) -> str:
 
 
 def _batch_id(text: str) -> str:
-    """A ``--batch`` value: a batch id, whose leading zeros may be left out (``3`` is ``00000003``)."""
+    """A ``--batch`` value: a batch id, whose leading zeros may be left out (``3`` is ``00000003``; an id written
+    with leading zeros is taken as written)."""
     from cdclake.landing import BATCH_ID_WIDTH
 
-    return text.strip().zfill(BATCH_ID_WIDTH) if text.strip().isdigit() else text
+    value = text.strip()
+    return value.zfill(BATCH_ID_WIDTH) if value.isdigit() and not value.startswith("0") else value
 
 
 def build_parser() -> argparse.ArgumentParser:

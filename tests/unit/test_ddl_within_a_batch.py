@@ -120,3 +120,24 @@ def test_enum_and_set_numbers_are_read_by_each_messages_own_member_list(spark, s
     ])
     assert dump_rows(session_lake, f"{db}.items") == [
         {"id": 1, "en": "c", "st": "z"}, {"id": 2, "en": "c", "st": "z"}, {"id": 3, "en": "b", "st": "x,y"}]
+
+
+def test_a_column_dropped_and_added_again_with_another_type_keeps_its_history_aside(spark, session_lake) -> None:
+    # The changelog (and history) keep a dropped column's values; the column added again as another type must not
+    # make every later apply of the table fail on them.
+    from cdclake.apply import changelog_table_id
+    from cdclake.settings import CATALOG_NAME
+
+    db = f"retype{uuid.uuid4().hex[:6]}"
+    as_int = {"id": ("int", 4), "c": ("int", 4)}
+    as_text = {"id": ("int", 4), "c": ("varchar(10)", 12)}
+    apply_messages(spark, session_lake, db, "0", [canal(db, "INSERT", [{"id": "1", "c": "5"}], 100, types=as_int)])
+    apply_messages(spark, session_lake, db, "1", [_ddl(db, "ALTER TABLE `items` DROP COLUMN `c`", 200),
+                                                  canal(db, "INSERT", [{"id": "2"}], 210, types={"id": ("int", 4)})])
+    apply_messages(spark, session_lake, db, "2", [_ddl(db, "ALTER TABLE `items` ADD COLUMN `c` varchar(10)", 300),
+                                                  canal(db, "INSERT", [{"id": "3", "c": "abc"}], 310, types=as_text)])
+    assert dump_rows(session_lake, f"{db}.items") == [{"id": 1, "c": None}, {"id": 2, "c": None},
+                                                      {"id": 3, "c": "abc"}]
+    changelog = spark.table(f"{CATALOG_NAME}.{changelog_table_id(f'{db}.items')}")
+    assert sorted((r["id"], r["c"], r["c__1"]) for r in changelog.collect()) == [
+        (1, None, 5), (2, None, None), (3, "abc", None)]
