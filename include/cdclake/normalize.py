@@ -542,7 +542,7 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                     ddl: dict[str, TableDefinition], history: History, refused: dict[str, str],
-                    unread: dict[str, str] | None = None, fmt: str = ""
+                    unread: dict[str, str] | None = None, fmt: str = "", policies: DdlPolicies | None = None
                     ) -> tuple[dict[str, TableTyping], dict[str, str], dict[str, str], dict[Variant, str],
                                dict[str, str]]:
     """Work out every table's typing; tables that cannot be typed get a quarantine reason instead, and tables
@@ -713,8 +713,11 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             continue
         aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
         recorded = tuple((n, json.dumps(connect_types[n], sort_keys=True)) for n in sorted(names & set(connect_types)))
-        # The table's columns no image of the batch lists (every update of the batch left them out) count too.
-        unlisted = [c for c in known if c.name.lower() not in {n.lower() for n in names}]
+        # The table's columns no image of the batch lists (every update of the batch left them out) count too, where
+        # the lake follows the source's DDL: under `ignore` it may keep a column the source dropped, which images
+        # no longer carry (null from then on, as before).
+        follows_ddl = (policies or DdlPolicies()).for_table(tid) == "evolve"
+        unlisted = [c for c in known if c.name.lower() not in {n.lower() for n in names}] if follows_ddl else []
         typings[tid] = TableTyping(tuple(columns), tuple(key), tuple(aliases.items()),
                                    partial_images=_partial_images(variants, [*columns, *unlisted], aliases),
                                    connect_types=recorded)
@@ -1286,7 +1289,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
                 if policies.for_table(tid) == "fail" and tid not in ddl.stopped}
         typings, problems, idle, malformed, owners = _resolve_tables(
             spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped},
-            ddl.unread_creates(), fmt)
+            ddl.unread_creates(), fmt, policies)
         _remember_truncates(parsed, idle, batch_id=batch_id)
         typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, tid, batch_id=batch_id,
                                          earlier=earlier)
