@@ -18,7 +18,10 @@ new names:
   its changelog and tombstones are moved (a ``DROP TABLE a`` before the rename empties that one, not the renamed
   table);
 - a renamed-away table name taken again (``CREATE TABLE a`` after ``RENAME a TO b``): changes of ``a`` from
-  before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. "Before" is decided by source
+  before that ``CREATE`` still go to ``b``, newer ones to a new lake table ``a``. A dropped table's name taken
+  again (``CREATE TABLE a`` after ``DROP TABLE a``) is the same, with the lake's emptied table ``a`` (its
+  changelog and tombstones) moved aside to ``a__displaced_<hash>``: the re-created table starts with its own
+  columns and key, not the dropped table's. "Before" is decided by source
   position when the format gives the ``CREATE`` and the change one (a replayed old batch then still lands in
   ``b``); otherwise by landing order: changes landed before the statement in its batch (an earlier file, or
   earlier in its file) and those of an older batch normalized again go to ``b``, later ones to ``a``.
@@ -101,9 +104,10 @@ class History:
         columns: Current table id -> old column name -> current column name.
         dropped: Current table id -> dropped column names (not re-added since).
         renamed: Old table id (still routed) -> where its rename happened.
-        reused: Table id taken again (a ``CREATE`` after it was renamed away, or another table renamed onto it)
-            -> where that happened and the table its older changes belong to (follow :meth:`route` from it: that
-            table may have been renamed since).
+        reused: Table id taken again (a ``CREATE`` after it was renamed away or dropped, or another table renamed
+            onto it) -> where that happened and the table its older changes belong to (follow :meth:`route` from
+            it: that table may have been renamed since).
+        gone: Table id dropped at the source (``DROP TABLE``) and not created again since -> where it was dropped.
     """
 
     tables: dict[str, str] = field(default_factory=dict)
@@ -111,6 +115,7 @@ class History:
     dropped: dict[str, set[str]] = field(default_factory=dict)
     renamed: dict[str, "Mark"] = field(default_factory=dict)
     reused: dict[str, tuple["Mark", str]] = field(default_factory=dict)
+    gone: dict[str, "Mark"] = field(default_factory=dict)
 
     def route(self, tid: str) -> str:
         """A table's current id."""
@@ -132,6 +137,7 @@ class History:
             # The name's earlier table: renamed away (its older changes follow it), else displaced.
             earlier = self.route(new) if new in self.tables else displaced_table_id(new, mark)
             self.reused[new] = (mark, earlier)
+            self.gone.pop(new, None)
             self.tables = {k: (new if v == old else v) for k, v in self.tables.items() if k != new}
             self.tables[old] = new
             self.renamed[old] = mark
@@ -141,8 +147,22 @@ class History:
             if old in self.dropped:
                 self.dropped[new] = self.dropped.pop(old)
             return True
+        if change.kind == "drop_table":
+            self.gone[change.table_id] = mark
+            return True
         if change.kind == "create_table":
             tid = change.table_id
+            dropped_at = self.gone.get(tid)
+            if dropped_at is not None and tid not in self.tables:
+                if mark.older_than(dropped_at):
+                    return False  # the table's CREATE from before its drop (a replay)
+                earlier = displaced_table_id(tid, mark)  # the dropped table's columns and renames stay with it
+                self.reused[tid] = (mark, earlier)
+                del self.gone[tid]
+                for folded in (self.columns, self.dropped):
+                    if tid in folded:
+                        folded[earlier] = folded.pop(tid)
+                return True
             renamed = self.renamed.get(tid)
             if tid not in self.tables or (renamed is not None and mark.older_than(renamed)):
                 return False  # not renamed away, or the table's own CREATE from before its rename (a replay)
@@ -208,9 +228,12 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
         if seen[_identity(change)] <= done[_identity(change)]:
             continue  # applied when this statement was first normalized, and folded into the history already
         if change.kind == "create_table":  # only the history changes: the new table is created by its rows
+            dropped = change.table_id in history.gone
             if history.fold(change, source=source, batch_id=batch_id):
                 log.info("table name %s taken again (%s): its newer changes go to a new lake table",
                          change.table_id, change.sql.strip()[:120])
+                if dropped:
+                    _move_table(spark, change.table_id, history.reused[change.table_id][1])
                 recorded.append(change)
                 done[_identity(change)] += 1
             continue
@@ -237,8 +260,8 @@ def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: 
         return _rename_table(spark, history.route(change.old), change.new, change.sql,
                              displaced=displaced_table_id(change.new, mark))
     tid = history.route(change.table_id)
-    if change.kind == "add_column" or not table_exists(spark, tid):
-        return None
+    if change.kind in ("add_column", "drop_table") or not table_exists(spark, tid):
+        return None  # a dropped table is emptied by its truncate change
     names = {f.name.lower(): f.name for f in table_schema(spark, tid).fields}
     key = key_columns_of(spark, tid)
     old = names.get(change.old.lower())
@@ -338,4 +361,5 @@ def to_json(history: History) -> str:
     return json.dumps({"tables": history.tables, "columns": history.columns,
                        "dropped": {t: sorted(d) for t, d in history.dropped.items() if d},
                        "reused": {t: {"position": m.position, "batch_id": m.batch_id, "older_changes_to": old}
-                                  for t, (m, old) in history.reused.items()}}, sort_keys=True)
+                                  for t, (m, old) in history.reused.items()},
+                       "gone": {t: m.position for t, m in history.gone.items()}}, sort_keys=True)

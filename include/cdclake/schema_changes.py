@@ -14,7 +14,8 @@ ALTER TABLE RENAME COLUMN    the lake column is renamed (its values kept); older
 ALTER TABLE DROP COLUMN      the lake column is dropped; older images' values for it are ignored
 TRUNCATE                     a truncate change (``op = t``) of the table at the statement's position
 DROP TABLE                   a truncate change at the statement's position: the table is emptied, but the
-                             Iceberg table and its history stay (a re-created source table continues in it)
+                             Iceberg table and its history stay; a later CREATE TABLE of the name moves them
+                             aside (``<name>__displaced_<hash>``) and the re-created table starts a new one
 RENAME TABLE                 the lake table (with its changelog and tombstones) is renamed; changes that still
                              name the old table are routed to the new one
 DROP DATABASE / SCHEMA       a DROP TABLE of each table of it the lake has or the batch's DDL defined
@@ -146,7 +147,9 @@ class LakeChange:
 
     Attributes:
         kind: ``rename_column``, ``drop_column``, ``add_column`` (undoes an earlier drop of that name),
-            ``rename_table`` or ``create_table`` (takes back a renamed-away table name; otherwise no effect).
+            ``rename_table``, ``drop_table`` (no catalog effect: its truncate empties the table; a later
+            ``CREATE`` of the name starts a new lake table) or ``create_table`` (takes back a renamed-away or
+            dropped table name; otherwise no effect).
         table_id: The table, as named when the statement ran.
         old: Old column name (renames), the column (drops, adds), or the old table id (``rename_table``).
         new: New column name, or the new table id; "" for drops and adds.
@@ -404,6 +407,8 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
             record: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """The ``evolve`` outcome of a statement that changes a table; renames and drops become lake changes."""
     if event.kind in ("truncate", "drop_table"):
+        if event.kind == "drop_table":  # a later CREATE of the name starts a new lake table (ddl_history)
+            outcome.changes.append(LakeChange("drop_table", tid, tid, "", event.sql, where))
         return "ok", "", {"table_id": tid, "op": "t"}
     definition = outcome.tables.setdefault(tid, TableDefinition())
     for old, new in event.renamed:

@@ -38,6 +38,7 @@ def test_evolve_turns_renames_and_drops_into_lake_changes() -> None:
         ("rename_column", "shop.items", "name", "title", "01"),
         ("drop_column", "shop.items", "note", "", "02"),
         ("rename_table", "shop.orders", "shop.orders", "shop.orders_v2", "03"),
+        ("drop_table", "shop.tmp", "shop.tmp", "", "04"),
     ]
     drop = outcome.records[3]
     assert (drop["status"], drop["op"], drop["table_id"]) == ("ok", "t", "shop.tmp")
@@ -119,6 +120,23 @@ def test_a_table_renamed_onto_a_name_takes_it_for_newer_changes() -> None:
                  batch_id="3")
     mark, older_to = history.reused["s.u"]
     assert older_to == displaced_table_id("s.u", mark) and older_to.startswith("s.u__displaced_")
+
+
+def test_a_dropped_table_name_created_again_is_a_new_table_for_newer_changes() -> None:
+    history = History()
+    for change in [LakeChange("drop_column", "s.t", "c", position="00000001"),
+                   LakeChange("drop_table", "s.t", "s.t", position="00000005")]:
+        history.fold(change, source="src", batch_id="1")
+    assert history.gone["s.t"].position == "00000005"
+    # The table's CREATE from before its drop (an old batch replayed) takes nothing back.
+    assert not history.fold(LakeChange("create_table", "s.t", "s.t", position="00000000"), source="src", batch_id="0")
+    assert history.fold(LakeChange("create_table", "s.t", "s.t", position="00000007"), source="src", batch_id="2")
+    mark, older_to = history.reused["s.t"]
+    assert older_to == displaced_table_id("s.t", mark) and "s.t" not in history.gone
+    # The dropped table's dropped column stays with it: the new table's column of that name is read.
+    assert history.dropped.get("s.t", set()) == set() and history.dropped[older_to] == {"c"}
+    # Created again without a drop in between: nothing to take back.
+    assert not history.fold(LakeChange("create_table", "s.t", "s.t", position="00000009"), source="src", batch_id="2")
 
 
 def test_create_table_under_evolve_becomes_a_lake_change() -> None:

@@ -141,3 +141,40 @@ def test_a_column_dropped_and_added_again_with_another_type_keeps_its_history_as
     changelog = spark.table(f"{CATALOG_NAME}.{changelog_table_id(f'{db}.items')}")
     assert sorted((r["id"], r["c"], r["c__1"]) for r in changelog.collect()) == [
         (1, None, 5), (2, None, None), (3, "abc", None)]
+
+
+def test_a_table_dropped_and_created_again_starts_with_its_new_columns_and_key(spark, session_lake) -> None:
+    # MySQL after `DROP TABLE items; CREATE TABLE items (...)` holds only the new table: its columns (a name reused
+    # with another type, a dropped column's name back) and its key, not the dropped table's.
+    later, same, fresh = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("later", "same", "fresh"))
+    old_types = {"id": ("int", 4), "name": ("varchar(20)", 12), "gone": ("int", 4)}
+    new_types = {"code": ("varchar(8)", 12), "name": ("int", 4), "gone": ("int", 4)}
+    create = ("CREATE TABLE `items` (`code` varchar(8) NOT NULL, `name` int, `gone` int, "
+              "PRIMARY KEY (`code`))")
+
+    def recreated(db: str, at: int) -> list[dict[str, object]]:
+        row = canal(db, "INSERT", [{"code": "k", "name": "7", "gone": "8"}], at + 2, types=new_types)
+        return [_ddl(db, "DROP TABLE `items`", at, kind="ERASE"), _ddl(db, create, at + 1, kind="CREATE"),
+                {**row, "pkNames": ["code"]}]
+
+    for db in (later, same):
+        history = [canal(db, "INSERT", [{"id": "1", "name": "a", "gone": "1"}], 10, types=old_types),
+                   _ddl(db, "ALTER TABLE `items` DROP COLUMN `gone`", 11),
+                   canal(db, "INSERT", [{"id": "2", "name": "b"}], 12)]
+        if db == later:  # the drop and the new table in a later batch than the dropped table's rows
+            apply_messages(spark, session_lake, db, "0", history)
+            apply_messages(spark, session_lake, db, "1", recreated(db, 20))
+        else:
+            apply_messages(spark, session_lake, db, "0", history + recreated(db, 20))
+    # a test script's `DROP TABLE IF EXISTS` of a table the lake never had: no table moved aside
+    apply_messages(spark, session_lake, fresh, "0", [
+        _ddl(fresh, "DROP TABLE IF EXISTS `items`", 5, kind="ERASE"), *recreated(fresh, 6)[1:]])
+
+    tables = set(list_tables(session_lake))
+    for db in (later, same, fresh):
+        assert dump_rows(session_lake, f"{db}.items") == [{"code": "k", "name": 7, "gone": 8}], db
+        aside = sorted(t for t in tables if t.startswith(f"{db}.items__displaced_"))
+        if db == fresh:
+            assert aside == [], tables
+        else:  # the dropped table, emptied, with its history
+            assert len(aside) == 1 and dump_rows(session_lake, aside[0]) == [], tables
