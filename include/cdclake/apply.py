@@ -13,7 +13,8 @@ time, so the tombstones and cut a classification read cannot change before its M
    watermark: ``insert`` (no live row before, one after), ``update``, ``delete`` (a live row goes),
    ``noop`` (a delete of no live row), ``stale`` (not newer: skipped).
 3. Columns a change did not carry (``unavailable``: unchanged TOAST) take the value of the key's previous non-stale
-   change in the batch, else keep the stored value.
+   change in the batch, else keep the stored value. A new key's row with such columns, written with the delete of
+   its old key (a primary-key change), takes the old key's values (:func:`fill_moved_rows`).
 4. Per key, the change with the highest position wins; ``MERGE INTO`` performs the actions, re-checking positions in
    its conditions, so a concurrent writer's newer row is never overwritten (commit conflicts are retried). Into an
    empty table, inserts are a plain append (no MERGE).
@@ -516,6 +517,50 @@ def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequenc
             .drop("_filled", *[f"_prev_{c}" for c in columns]))
 
 
+def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    """A primary-key change written as a delete of the old key and an insert of the new one at one source position
+    (Debezium PostgreSQL's ``d`` + ``c``; canal's update whose ``old`` image has another key): the insert's
+    unavailable columns (an unchanged TOAST value, a column a partial image left out) take the old key's values, of
+    its last change in the batch before the delete that carried them, else of its stored row (pure).
+
+    The insert and the delete pair up when they come from one message (the same full position), or when they are
+    the only delete and the only such insert of the table at their source position (one WAL record in PostgreSQL).
+    Where that is not certain (a canal message changing several keys in one binlog second), nothing is filled.
+    """
+    source = F.substring_index(F.col("_cdc_position"), "/", 1)
+    missing = {c: F.array_contains(F.col("_unavailable"), c) for c in columns}
+    w = _earlier_in_batch(key)
+    before_delete = classified.withColumns({
+        f"_mv_prev_{c}": F.last(F.when(_carries_values() & ~missing[c], F.struct(F.col(c).alias("v"))),
+                                ignorenulls=True).over(w) for c in columns})
+    old_rows = stored.select(*key, F.lit(True).alias("_mv_stored"),
+                             *[F.col(c).alias(f"_mv_stored_{c}") for c in columns])
+    movers = (before_delete.where((F.col("_cdc_op") == "d") & (F.col("_action") != "stale"))
+              .join(old_rows, list(key), "left")
+              .select(source.alias("_mv_from"), F.col("_cdc_position").alias("_mv_position"),
+                      F.col("_key_json").alias("_mv_key"),
+                      F.struct(*[F.coalesce(F.col(f"_mv_prev_{c}"), F.when(F.col("_mv_stored"), F.struct(
+                          F.col(f"_mv_stored_{c}").alias("v")))).alias(c) for c in columns]).alias("_mv_values"))
+              .withColumn("_mv_movers", F.count(F.lit(1)).over(Window.partitionBy("_mv_from"))))
+    gap = (F.col("_action") == "insert") & (F.size("_unavailable") > 0)
+    gaps = (classified.where(gap).withColumn("_mv_source", source)
+            .withColumn("_mv_gaps", F.count(F.lit(1)).over(Window.partitionBy("_mv_source"))))
+    paired = gaps.join(movers, (F.col("_mv_from") == F.col("_mv_source")) & (F.col("_mv_key") != F.col("_key_json")) & (
+        (F.col("_mv_position") == F.col("_cdc_position")) | ((F.col("_mv_movers") == 1) & (F.col("_mv_gaps") == 1))),
+        "left")
+    # A change paired with several deletes (not expected): the one of its own message.
+    own = Window.partitionBy("_cdc_position", "_key_json").orderBy(
+        (F.col("_mv_position") == F.col("_cdc_position")).desc_nulls_last())
+    paired = paired.withColumn("_mv_n", F.row_number().over(own)).where(F.col("_mv_n") == 1)
+    filled = F.filter(F.array(*[F.when(missing[c] & F.col("_mv_values")[c].isNotNull(), F.lit(c)) for c in columns]),
+                      lambda x: x.isNotNull())
+    out = paired.withColumn("_filled", F.coalesce(filled, F.array().cast("array<string>")))
+    out = out.withColumns({c: F.when(F.array_contains(F.col("_filled"), c), F.col("_mv_values")[c]["v"])
+                           .otherwise(F.col(c)) for c in columns})
+    out = out.withColumn("_unavailable", F.array_except(F.col("_unavailable"), F.col("_filled")))
+    return classified.where(~gap).unionByName(out.select(*classified.columns))
+
+
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
                   options: ApplyOptions, source_table: str | None) -> tuple[dict[str, DataType], bool]:
     """Create the table, or evolve it: add columns it lacks, widen types; return its user column types and whether
@@ -977,6 +1022,12 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
         classified = fill_unavailable(classified, key, value_columns)
     # Materialized now: the steps below change the table the classification read.
     classified = classified.localCheckpoint(eager=True)
+    if partial and value_columns and not _is_empty(classified.where(
+            (F.col("_action") == "insert") & (F.size("_unavailable") > 0))):  # rare: a key change with a gap
+        moved = fill_unavailable(fill_moved_rows(classified, stored, key, value_columns), key, value_columns)
+        moved = moved.localCheckpoint(eager=True)
+        classified.unpersist()
+        classified = moved
     if not _is_empty(classified.where(F.col("_maybe_again"))):  # rare: a batch with copies delivered again
         # (A copy has no unavailable column, and its values are the stored row's: filling from it or from the
         # stored row is the same.)

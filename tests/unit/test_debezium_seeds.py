@@ -723,6 +723,38 @@ def test_the_first_postgresql_transaction_streamed_after_a_snapshot_is_newer_tha
             {"id": 1, "v": "new"}, {"id": 3, "v": "n3"}, {"id": 4, "v": "n4"}], same_batch
 
 
+def test_a_postgresql_primary_key_update_keeps_the_unchanged_toast_value_of_the_row_it_moves(
+        spark, session_lake, source):
+    # `UPDATE SET id = 31 WHERE id = 30` arrives as a delete of 30 and a create of 31, both at the update's LSN; the
+    # create's unchanged TOASTed `bio` is the placeholder, and the row it moves (in the lake, or created earlier in
+    # the batch) has the value. A create at another LSN is not paired with the delete.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"moved_{uuid.uuid4().hex[:6]}"
+    unavailable = "__debezium_unavailable_value"
+
+    def event(op: str, lsn: int, key: int, bio: str | None = None) -> str:
+        after = None if op == "d" else {"id": key, "name": "n", "bio": bio}
+        return json.dumps({
+            "before": {"id": key, "name": None, "bio": None} if op == "d" else None, "after": after, "op": op,
+            "source": {"connector": "postgresql", "db": "postgres", "schema": "public", "table": table, "lsn": lsn,
+                       "ts_ms": 1700000000000 + lsn}})
+    batches = [[event("c", 100, 30, "long text"), event("c", 110, 50, "other")],
+               [event("d", 200, 30), event("c", 200, 31, unavailable),
+                event("c", 300, 40, "in batch"), event("d", 400, 40), event("c", 400, 41, unavailable),
+                event("d", 500, 50), event("c", 510, 51, unavailable)]]
+    for i, lines in enumerate(batches):
+        batch = land_and_normalize(spark, session_lake, source, [(f"{table}{i}.jsonl", "\n".join(lines) + "\n")],
+                                   keys=KeySpec.parse([f"public.{table}=id"]))
+        assert batch.result.quarantined == 0
+        counts = apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id).tables
+    assert dump_rows(session_lake, f"public.{table}") == [
+        {"id": 31, "name": "n", "bio": "long text"}, {"id": 41, "name": "n", "bio": "in batch"},
+        {"id": 51, "name": "n", "bio": None}]
+    assert counts[f"public.{table}"].unknown_values == 1
+
+
 def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     events = [  # (commit_lsn, change_lsn, event_serial_no)
         ("00000027:00000a58:0001", "00000027:00000a50:0001", 1),
