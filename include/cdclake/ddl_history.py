@@ -234,8 +234,10 @@ def apply(spark: "SparkSession", changes: Iterable[LakeChange], *, source: str,
                          change.table_id, change.sql.strip()[:120])
                 if dropped:
                     _move_table(spark, change.table_id, history.reused[change.table_id][1])
-                recorded.append(change)
-                done[_identity(change)] += 1
+            # Recorded also when it takes nothing back: normalized again after a later DROP of the name was
+            # recorded, it must not take the name back then (the history folds in recorded order).
+            recorded.append(change)
+            done[_identity(change)] += 1
             continue
         problem = _execute(spark, history, change, Mark(source, batch_id, change.position))
         if problem:

@@ -994,7 +994,15 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
-    outcome = interpret(ddl_rows, policies, lake_tables=lambda namespace: tables_in(spark, namespace))
+    named: dict[str, list[str]] = {}
+
+    def lake_tables(namespace: str) -> list[str]:  # DROP DATABASE: the lake's tables and those the batch's rows name
+        if "rows" not in named:  # looked up once, only for a batch that drops a database
+            named["rows"] = [r["table_id"] for r in parsed.where((F.col("status") == "ok") & F.col("table_id")
+                                                                 .isNotNull()).select("table_id").distinct().collect()]
+        return sorted({*tables_in(spark, namespace), *(t for t in named["rows"] if t.startswith(f"{namespace}."))})
+
+    outcome = interpret(ddl_rows, policies, lake_tables=lake_tables)
     for definition in outcome.tables.values():
         if definition.like and table_exists(spark, definition.like):  # CREATE TABLE t LIKE s, s in the lake only
             copied = {c.name: c for c in _existing_columns(spark, definition.like)}
@@ -1210,8 +1218,12 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source:
     tables: dict[str, TableDefinition] = {}
     for tid, definition in outcome.tables.items():
         tables.setdefault(history.route(tid), definition)
+    for tid, definition in outcome.dropped.items():  # dropped and created again in this batch: its older changes
+        created, older_to = history.reused.get(tid, (None, ""))
+        if created is not None and created.source == source and created.batch_id == batch_id:
+            tables.setdefault(history.route(older_to), definition)
     stopped = {history.route(tid): why for tid, why in outcome.stopped.items()}
-    return parsed, Outcome(tables, outcome.records, outcome.changes, stopped)
+    return parsed, Outcome(tables, outcome.records, outcome.changes, stopped, outcome.dropped)
 
 
 def _landed_before(location: str, outcome: Outcome) -> Column:

@@ -212,12 +212,15 @@ class Outcome:
             (``op = t``, ``table_id`` set; ``source_pos`` null when it must be filled from the file).
         changes: Lake-side effects to apply before the rows, in stream order (``evolve`` only).
         stopped: Tables a statement stopped under the ``fail`` policy -> the reason (their changes are held).
+        dropped: Tables the batch drops (``evolve``) -> their definition when dropped: a ``CREATE`` of the name
+            later in the batch starts a new definition, and the dropped table's changes keep this one.
     """
 
     tables: dict[str, TableDefinition] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     changes: list[LakeChange] = field(default_factory=list)
     stopped: dict[str, str] = field(default_factory=dict)
+    dropped: dict[str, TableDefinition] = field(default_factory=dict)
 
     def unread_creates(self) -> dict[str, str]:
         """Tables whose CREATE TABLE in the batch was quarantined (not understood) -> its reason."""
@@ -322,6 +325,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             tid = table_id(event.database or namespace, None, event.table) if event.table else None
             where = record.get("source_pos") or (f"{record.get('input')}#{record.get('index')}")
             if event.kind == "create_table" and tid:
+                if tid in outcome.dropped and outcome.tables.get(tid) is outcome.dropped[tid]:
+                    del outcome.tables[tid]  # created again after its drop: the dropped table keeps its definition
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
                 definition.sql_types = {c.name: (dialect, c.type_text) for c in event.columns}
@@ -409,6 +414,8 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
     if event.kind in ("truncate", "drop_table"):
         if event.kind == "drop_table":  # a later CREATE of the name starts a new lake table (ddl_history)
             outcome.changes.append(LakeChange("drop_table", tid, tid, "", event.sql, where))
+            if tid in outcome.tables:
+                outcome.dropped[tid] = outcome.tables[tid]
         return "ok", "", {"table_id": tid, "op": "t"}
     definition = outcome.tables.setdefault(tid, TableDefinition())
     for old, new in event.renamed:

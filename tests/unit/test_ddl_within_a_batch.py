@@ -178,3 +178,31 @@ def test_a_table_dropped_and_created_again_starts_with_its_new_columns_and_key(s
             assert aside == [], tables
         else:  # the dropped table, emptied, with its history
             assert len(aside) == 1 and dump_rows(session_lake, aside[0]) == [], tables
+
+
+def test_a_dropped_database_drops_the_tables_its_batch_knows_only_by_rows(spark, session_lake) -> None:
+    # The batch is the lake's first of the database: its tables are known only by their rows when it drops it.
+    # Normalized and applied again, the batch changes nothing.
+    from cdclake.normalize import normalize_batch
+    from cdclake.pipeline import apply_batch
+    from tests.support.canal_batches import land_messages
+
+    db = f"dropdb{uuid.uuid4().hex[:6]}"
+    new_a = {"code": ("varchar(8)", 12), "name": ("int", 4)}
+    messages = [
+        {**canal(db, "INSERT", [{"id": "1", "name": "a"}], 50), "table": "a"},
+        {**canal(db, "INSERT", [{"id": "1", "name": "b"}], 51), "table": "b"},
+        _ddl(db, f"DROP DATABASE `{db}`", 52, kind="QUERY", table=""),
+        _ddl(db, f"CREATE DATABASE `{db}`", 53, kind="QUERY", table=""),
+        _ddl(db, "CREATE TABLE `a` (`code` varchar(8) NOT NULL, `name` int, PRIMARY KEY (`code`))", 54,
+             kind="CREATE", table="a"),
+        {**canal(db, "INSERT", [{"code": "k", "name": "7"}], 55, types=new_a), "table": "a", "pkNames": ["code"]},
+    ]
+    batch_id = land_messages(session_lake, db, "0", messages)
+    expected = {f"{db}.a": [{"code": "k", "name": 7}], f"{db}.b": []}
+    for _ in range(2):
+        assert normalize_batch(spark, session_lake, source=db, batch_id=batch_id, fmt="canal").quarantined == 0
+        apply_batch(spark, session_lake, source=db, batch_id=batch_id)
+        tables = {t: dump_rows(session_lake, t) for t in list_tables(session_lake) if t.startswith(f"{db}.")}
+        aside = [t for t in tables if t.startswith(f"{db}.a__displaced_")]
+        assert len(aside) == 1 and tables == {**expected, aside[0]: []}, tables

@@ -151,3 +151,20 @@ def test_a_dropped_database_empties_each_of_its_tables(spark, session_lake) -> N
     assert len(aside) == 1, tables
     assert tables == {f"{db}.a": [{"id": 3, "v": "z"}], aside[0]: [], f"{db}.b": []}
     assert _tables(session_lake, other) == {f"{other}.c": [{"id": 1, "v": "x"}]}
+
+
+def test_a_table_dropped_and_created_again_in_its_first_batch_keeps_each_tables_key(spark, session_lake) -> None:
+    # CKafka's DML names no key: each table's comes from its CREATE TABLE. The dropped table's rows (emptied by the
+    # drop) keep the first CREATE's key, the new table's rows the second's; nothing is quarantined.
+    db = f"ckrecreate{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        _create(db, "t"), _insert(db, "t", 100, id="1", v="old"),
+        _ddl(db, "t", "ERASE", "DROP TABLE `t`"),
+        _ddl(db, "t", "CREATE", "CREATE TABLE `t` (`code` varchar(8) NOT NULL PRIMARY KEY, `v` int)"),
+        _insert(db, "t", 200, code="k", v="7"),
+    ], fmt="ckafka")
+    tables = _tables(session_lake, db)
+    aside = [t for t in tables if t.startswith(f"{db}.t__displaced_")]
+    assert len(aside) == 1, tables
+    assert tables == {f"{db}.t": [{"code": "k", "v": 7}], aside[0]: []}
+
