@@ -348,9 +348,12 @@ def _split_statements(sql: str, dialect: str) -> list[str]:
 def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
     src = _Source.of(text, dialect)
     if dialect == "mysql":
-        readable = _mysql_readable(src)
+        readable, spatial = _mysql_readable(src)
         if readable != text:
-            return [replace(event, sql=text) for event in _parse_statement(readable, dialect)]
+            def spelled(columns: tuple[DdlColumn, ...]) -> tuple[DdlColumn, ...]:  # a spatial type by its name
+                return tuple(replace(c, type_text=spatial.get(c.name, c.type_text)) for c in columns)
+            return [replace(event, sql=text, columns=spelled(event.columns), added=spelled(event.added),
+                            modified=spelled(event.modified)) for event in _parse_statement(readable, dialect)]
     if dialect == "tsql":
         readable, with_values = _tsql_readable(src)
         events = _parsed(_Source.of(readable, dialect) if readable != text else src, dialect)
@@ -1092,12 +1095,14 @@ _MYSQL_TYPE_SPELLINGS = {
 }
 
 
-def _mysql_readable(src: _Source) -> str:
+def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
     """MySQL DDL text as sqlglot reads it, with the same meaning for cdclake: a spatial column type (a spatial type
-    name right after a column name) as ``LONGBLOB``, as canal's values of such a column are
-    (:mod:`cdclake.formats.sqltypes`), without its ``SRID n``; MySQL's type synonyms sqlglot does not know
-    (``SERIAL``, ``MIDDLEINT``, ``LONG VARCHAR``, ``NATIONAL CHAR``) as what they stand for; and ``FLOAT``/``REAL``
-    without the ``UNSIGNED`` sqlglot refuses (deprecated, still accepted by MySQL 8: it only forbids negatives)."""
+    name right after a column name) as ``LONGBLOB``, without its ``SRID n``; MySQL's type synonyms sqlglot does not
+    know (``SERIAL``, ``MIDDLEINT``, ``LONG VARCHAR``, ``NATIONAL CHAR``) as what they stand for; and
+    ``FLOAT``/``REAL`` without the ``UNSIGNED`` sqlglot refuses (deprecated, still accepted by MySQL 8: it only
+    forbids negatives). Also returns the spatial columns' types (column -> ``geometry``, ``point``..): how a CDC
+    tool writes their values depends on it (:mod:`cdclake.formats.sqltypes`, ``connect.debezium_mysql_field``)."""
+    spatial: dict[str, str] = {}
     keep: list[str] = []
     cursor = 0
     tokens = src.tokens
@@ -1112,6 +1117,7 @@ def _mysql_readable(src: _Source) -> str:
         if word in _SPATIAL and after_name:
             keep.append(src.text[cursor : tok.start] + "LONGBLOB")
             cursor = tok.end + 1
+            spatial[tokens[i - 1].text.strip("`")] = word.lower()
         elif word and spelled is not None:
             names, standing_for = spelled
             keep.append(src.text[cursor : tok.start] + standing_for)
@@ -1125,7 +1131,7 @@ def _mysql_readable(src: _Source) -> str:
             keep.append(src.text[cursor : tok.start])
             cursor = tok.end + 1
     keep.append(src.text[cursor:])
-    return "".join(keep)
+    return "".join(keep), spatial
 
 
 def _follows_float(src: _Source, i: int) -> bool:

@@ -4,7 +4,9 @@ Iceberg widens in place only ``int -> long``, ``float -> double`` and a decimal'
 arriving with a narrower type than the table's fits: it is cast on write. That is an ``int`` into a ``long`` column,
 or a decimal with no more integer digits and no more fraction digits than the column's (``decimal(12,2)`` into
 ``decimal(38,10)``: DRS types a bare ``decimal`` so until a DDL says more, and a full sync landed after incremental
-batches says ``decimal(12,2)``). A decimal arriving with more fraction digits than the column's
+batches says ``decimal(12,2)``). A text column takes integers and decimals as their text (``int`` into ``string``: a PostgreSQL
+``numeric`` without precision, kept as text, whose ``ALTER .. TYPE numeric(12,2)`` makes later changes decimals;
+one batch with both types makes the column ``string`` the same way). A decimal arriving with more fraction digits than the column's
 (``decimal(15,4)`` into ``decimal(10,2)``: a MySQL ``MODIFY COLUMN``; Iceberg cannot change a scale) keeps the
 column's scale (:func:`decimal_target`): each value is taken only if it has no more fraction digits than the
 column's, else that change is quarantined. So does an integer arriving for a decimal column (a Debezium Oracle
@@ -18,7 +20,7 @@ with loss.
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ByteType, DataType, DecimalType, DoubleType, FloatType, IntegerType, LongType, ShortType,
+    ByteType, DataType, DecimalType, DoubleType, FloatType, IntegerType, LongType, ShortType, StringType,
 )
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -47,7 +49,7 @@ def fits(table: DataType, incoming: DataType) -> bool:
     if isinstance(table, DecimalType) and isinstance(incoming, DecimalType):
         return (incoming.scale <= table.scale
                 and incoming.precision - incoming.scale <= table.precision - table.scale)
-    return False
+    return isinstance(table, StringType) and isinstance(incoming, (*_INTEGRAL, DecimalType))
 
 
 def decimal_target(table: DataType, incoming: DataType) -> DecimalType | None:

@@ -776,9 +776,17 @@ def _connect_types(declared: TableDefinition, variants: list[Any], fmt: str) -> 
 
 def _declared_columns(declared: TableDefinition, connect_types: dict[str, dict[str, Any]]) -> list[ColumnType]:
     """The DDL's columns, decoded as their Connect types where those are known (a Debezium message without its
-    schema writes a MySQL ``datetime`` as milliseconds, which the SQL type's text decoder does not read)."""
-    return [(_typed_by_connect(c.name, connect_types[c.name], c.data_type) if c.name in connect_types else None) or c
-            for c in declared.columns.values()]
+    schema writes a MySQL ``datetime`` as milliseconds, which the SQL type's text decoder does not read). A column
+    Debezium writes as a struct (a MySQL ``geometry``: ``{wkb, srid}``) takes the struct's type, its JSON text."""
+    def typed(c: ColumnType) -> ColumnType | None:
+        spec = connect_types.get(c.name)
+        if spec is None:
+            return None
+        if str(spec.get("type", "")).lower() == "struct":
+            return column_type({**spec, "field": c.name})
+        return _typed_by_connect(c.name, spec, c.data_type)
+
+    return [typed(c) or c for c in declared.columns.values()]
 
 
 def _unsupported_column_name(names: list[str]) -> str | None:

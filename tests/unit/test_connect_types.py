@@ -309,6 +309,13 @@ def test_arrays_of_logical_types_keep_json_text_of_decoded_elements(spark):
     assert convert(spark, stamps, ["[1738224000123456]"])[1] == ['["2025-01-30T08:00:00.123456"]']
     # Arrays of plain values are kept as sent.
     assert convert(spark, array_of({"type": "int32"}), ["[1, 2]"])[1] == ["[1, 2]"]
+    # A plain numeric[]: VariableScaleDecimal objects, decoded exactly into numbers.
+    variable = array_of({"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "fields": [
+        {"type": "int32", "optional": False, "field": "scale"}, {"type": "bytes", "optional": False, "field": "value"}]})
+    sent = json.dumps([{"scale": 1, "value": b64(java_bytes(15))}, {"scale": 2, "value": b64(java_bytes(-1))}, None,
+                       {"scale": 0, "value": b64(java_bytes(10**30))}])
+    assert convert(spark, variable, [sent, "[]", '[{"scale":1}]'])[1] == [
+        "[1.5,-0.01,null,1000000000000000000000000000000]", "[]", None]
 
 
 # --- io.debezium.time.* ------------------------------------------------------------------------------------------
@@ -414,6 +421,15 @@ def test_debezium_micro_time_is_time_of_day_text(spark):
     assert data_type == StringType()
     assert values == [(EPOCH + dt.timedelta(microseconds=m)).strftime("%H:%M:%S.%f") for m in micros]
     assert values[1] == "01:02:03.000004"
+
+
+def test_debezium_zoned_time_has_one_form_with_its_zone(spark):
+    # Debezium writes a PostgreSQL `timetz` with ISO_OFFSET_TIME: the fraction only when there is one.
+    texts = ["10:30:45Z", "10:30:45.123456Z", "10:30:45.1+02:00", "23:59:59.999999999-05:30", "10:30Z", "x", None]
+    data_type, values = convert(spark, {"type": "string", "name": "io.debezium.time.ZonedTime", "field": "t"}, texts)
+    assert data_type == StringType()
+    assert values == ["10:30:45.000000Z", "10:30:45.123456Z", "10:30:45.100000+02:00", "23:59:59.999999-05:30",
+                      "10:30:00.000000Z", "x", None]
 
 
 @pytest.mark.parametrize(("logical", "unit_micros"), [

@@ -7,6 +7,7 @@ expected rows are written out by hand."""
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from typing import Any
 
@@ -97,3 +98,52 @@ def test_messages_without_their_schema_are_read_as_debezium_writes_the_types_of_
     apply_messages(spark, session_lake, db, "0", [create, _change(db, 100, "c", None, ROW_1)], fmt="debezium")
     apply_messages(spark, session_lake, db, "1", [_change(db, 200, "c", None, {**ROW_1, "id": 2})], fmt="debezium")
     assert dump_rows(session_lake, f"{db}.t") == [EXPECTED_1, {**EXPECTED_1, "id": 2}]
+
+
+def test_mysql_spatial_columns_of_a_create_table_are_read_as_debezium_writes_them(spark, session_lake) -> None:
+    # Debezium's MySQL connector writes a spatial column as an io.debezium.data.geometry.Geometry (a point as a
+    # ...Point) struct, with or without the message's schema: the column keeps that struct's JSON text.
+    db = f"po{uuid.uuid4().hex[:6]}"
+    wkb = base64.b64encode(bytes.fromhex("0101000000000000000000F03F0000000000000040")).decode()
+    create = {"source": _source(db, 50), "databaseName": db, "ddl": (
+        "CREATE TABLE `t` (`id` int NOT NULL, `g` geometry, `pt` point NOT NULL SRID 0, PRIMARY KEY (`id`))"),
+        "tableChanges": []}
+    point = {"x": 1.0, "y": 2.0, "wkb": wkb, "srid": None}
+    apply_messages(spark, session_lake, db, "0", [create], fmt="debezium")
+    geometry = {"type": "struct", "optional": True, "name": "io.debezium.data.geometry.Geometry", "fields": [
+        {"type": "bytes", "optional": False, "field": "wkb"}, {"type": "int32", "optional": True, "field": "srid"}]}
+    row = {"type": "struct", "optional": True, "name": "s.db.t.Value", "fields": [
+        {"type": "int32", "optional": False, "field": "id"}, {**geometry, "field": "g"},
+        {**geometry, "name": "io.debezium.data.geometry.Point", "field": "pt", "fields": [
+            {"type": "double", "optional": False, "field": "x"}, {"type": "double", "optional": False, "field": "y"},
+            *geometry["fields"]]}]}
+    envelope = {**ENVELOPE, "fields": [{**row, "field": "before"}, {**row, "field": "after"}, *ENVELOPE["fields"][2:]]}
+    _apply(spark, session_lake, db, "1", [
+        _change(db, 100, "c", None, {"id": 1, "g": {"wkb": wkb, "srid": 0}, "pt": point}),
+        _change(db, 200, "c", None, {"id": 2, "g": None, "pt": point}, envelope)])
+    texts = [(r["id"], r["g"], r["pt"]) for r in dump_rows(session_lake, f"{db}.t")]
+    assert [(i, g and json.loads(g), json.loads(pt)) for i, g, pt in texts] == [
+        (1, {"wkb": wkb, "srid": 0}, point), (2, None, point)]
+
+
+def test_a_text_column_takes_later_integers_and_decimals_as_their_text(spark, session_lake) -> None:
+    # PostgreSQL `numeric` without precision (a VariableScaleDecimal: text) altered to numeric(12,2), and a column
+    # first seen as a string then as an int32: a later batch's values are stored as their text, as one batch with
+    # both types does.
+    db = f"po{uuid.uuid4().hex[:6]}"
+
+    def envelope(fields: list[dict[str, Any]]) -> dict[str, Any]:
+        row = {"type": "struct", "optional": True, "name": "s.db.t.Value", "fields": [
+            {"type": "int32", "optional": False, "field": "id"}, *fields]}
+        return {**ENVELOPE, "fields": [{**row, "field": "before"}, {**row, "field": "after"}, *ENVELOPE["fields"][2:]]}
+    before = envelope([{"type": "struct", "optional": True, "name": "io.debezium.data.VariableScaleDecimal",
+                        "field": "n", "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                                                 {"type": "bytes", "optional": False, "field": "value"}]},
+                       {"type": "string", "optional": True, "field": "v"}])
+    after = envelope([{"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+                       "parameters": {"scale": "2", "connect.decimal.precision": "12"}, "field": "n"},
+                      {"type": "int32", "optional": True, "field": "v"}])
+    _apply(spark, session_lake, db, "0", [
+        _change(db, 100, "c", None, {"id": 1, "n": {"scale": 3, "value": _decimal(1250)}, "v": "x"}, before)])
+    _apply(spark, session_lake, db, "1", [_change(db, 200, "c", None, {"id": 2, "n": _decimal(-123), "v": 7}, after)])
+    assert dump_rows(session_lake, f"{db}.t") == [{"id": 1, "n": "1.250", "v": "x"}, {"id": 2, "n": "-1.23", "v": "7"}]

@@ -111,7 +111,9 @@ TYPE_CASES: list[tuple[str, str | None, int | str | None, DataType]] = [
     ("mysql", None, "-5", LONG),
     ("mysql", "", 12, STRING),
     ("mysql", "geometry", -2, BINARY),
-    ("mysql", "geometry", None, STRING),
+    ("mysql", "geometry", None, BINARY),  # spatial types: the stored bytes
+    ("mysql", "multipolygon", None, BINARY),
+    ("mysql", "mystery", None, STRING),
     ("mysql", None, 6, DOUBLE),
     ("mysql", None, 7, FLOAT),
     ("mysql", None, 2, BARE_DECIMAL),

@@ -318,6 +318,17 @@ def _iso_time(text: Column) -> Column:
         F.rpad(F.substring(part(4), 1, 6), 6, "0"))).otherwise(text)
 
 
+def _zoned_time(text: Column) -> Column:
+    """``io.debezium.time.ZonedTime`` (``HH:MM[:SS[.f…]]`` and ``Z`` or an offset) -> ``HH:MM:SS.ffffff`` and the
+    zone as sent (``10:30:45.000000Z``, ``10:30:45.123456+02:00``), so that a column's values have one form; another
+    text is kept as it is."""
+    parts = r"^(\d{2}):(\d{2})(?::(\d{2}))?(?:\.(\d+))?(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)$"
+    part = lambda n: F.regexp_extract(text, parts, n)  # noqa: E731
+    return F.when(text.rlike(parts), F.format_string(
+        "%s:%s:%s.%s%s", part(1), part(2), F.when(part(3) != "", part(3)).otherwise(F.lit("00")),
+        F.rpad(F.substring(part(4), 1, 6), 6, "0"), part(5))).otherwise(text)
+
+
 POSITIVE_INFINITY_MICROS = 9223372036825200000
 NEGATIVE_INFINITY_MICROS = -9223372036832400000
 """How Debezium's PostgreSQL connector sends ``infinity``/``-infinity`` of a ``timestamp`` as a ``MicroTimestamp``
@@ -367,7 +378,7 @@ _LOGICAL: dict[str, tuple[DataType, Converter]] = {
     "org.apache.kafka.connect.data.Time": (StringType(), lambda c: _time_of_day(c.cast("long") * 1000)),
     "io.debezium.time.MicroTime": (StringType(), lambda c: _time_of_day(c.cast("long"))),
     "io.debezium.time.NanoTime": (StringType(), lambda c: _time_of_day(F.floor(c.cast("long") / 1000))),
-    "io.debezium.time.ZonedTime": (StringType(), lambda c: c),
+    "io.debezium.time.ZonedTime": (StringType(), _zoned_time),
     # time.precision.mode=isostring: the same values as ISO texts in UTC (`2005-05-12Z`, `10:30:45.123456789Z`).
     "io.debezium.time.IsoDate": (DateType(), lambda c: F.regexp_replace(c, "Z$", "").cast("date")),
     "io.debezium.time.IsoTime": (StringType(), _iso_time),
@@ -472,19 +483,25 @@ _JSON_TIME_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
 
 def _decoded_items(items: dict[str, Any]) -> Converter | None:
     """For an array of a logical type (PostgreSQL ``numeric[]``, ``date[]``, ``timestamp[]``): its JSON text with
-    each element decoded (``[123.45, -0.01]``, ``["2025-01-30"]``), else None (the array's text is kept as sent)."""
-    if unshaded(items.get("name")) is None or str(items.get("type", "")).lower() in ("struct", "array", "map"):
+    each element decoded (``[123.45, -0.01]``, ``["2025-01-30"]``), else None (the array's text is kept as sent).
+    A plain ``numeric[]``'s elements are ``VariableScaleDecimal`` objects; they become numbers too."""
+    logical = unshaded(items.get("name"))
+    variable_scale = logical == "io.debezium.data.VariableScaleDecimal"
+    if logical is None or (str(items.get("type", "")).lower() in ("struct", "array", "map") and not variable_scale):
         return None
     element = column_type({**items, "field": "element"})
     if element.encoding in ("", "bytes"):
         return None
 
     def convert(text: Column, decode: Converter = element.convert) -> Column:
-        sent = F.from_json(text, ArrayType(StringType()))
+        sent = F.from_json(text, ArrayType(StringType()))  # an object element is read as its JSON text
         # (One parameter: transform passes the index too to a function that takes more.)
         decoded = F.transform(sent, lambda e: decode(e))
         # An element that does not decode makes the whole value a failed cast (quarantined), not a null inside it.
         whole = F.size(F.filter(sent, lambda e: e.isNotNull())) == F.size(F.filter(decoded, lambda e: e.isNotNull()))
+        if variable_scale:  # exact decimal texts, written as JSON numbers
+            numbers = F.concat(F.lit("["), F.array_join(decoded, ",", "null"), F.lit("]"))
+            return F.when(whole, numbers)
         return F.when(whole, F.to_json(decoded, _JSON_TIME_OPTIONS))
 
     return convert
@@ -505,6 +522,8 @@ def encoded_fields(row_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 _MYSQL_BINARY = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"))
+_MYSQL_SPATIAL = frozenset(("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+                            "multipolygon", "geometrycollection", "geomcollection"))
 
 
 def debezium_mysql_field(type_text: str) -> dict[str, Any] | None:
@@ -531,6 +550,9 @@ def debezium_mysql_field(type_text: str) -> dict[str, Any] | None:
         return {"type": "bytes", "name": "io.debezium.data.Bits", "parameters": {"length": first}}
     if base in _MYSQL_BINARY:
         return {"type": "bytes"}
+    if base in _MYSQL_SPATIAL:  # {wkb, srid} (a point also {x, y}), kept as its JSON text
+        return {"type": "struct", "name": "io.debezium.data.geometry.Point" if base == "point"
+                else "io.debezium.data.geometry.Geometry"}
     return None
 
 

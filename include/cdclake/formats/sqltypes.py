@@ -574,6 +574,9 @@ _MYSQL: dict[str, Mapped] = {
                     _STRING),
     **dict.fromkeys(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary"),
                     _MYSQL_BINARY),
+    # Spatial types: canal sends the bytes MySQL stores (Debezium a {wkb, srid} struct: connect.debezium_mysql_field)
+    **dict.fromkeys(("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+                     "geometrycollection", "geomcollection"), _MYSQL_BINARY),
     "date": _DATE_TYPE,
     "datetime": _NTZ,
     "timestamp": _TZ,
