@@ -545,9 +545,10 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
     gap = (F.col("_action") == "insert") & (F.size("_unavailable") > 0)
     gaps = (classified.where(gap).withColumn("_mv_source", source)
             .withColumn("_mv_gaps", F.count(F.lit(1)).over(Window.partitionBy("_mv_source"))))
-    paired = gaps.join(movers, (F.col("_mv_from") == F.col("_mv_source")) & (F.col("_mv_key") != F.col("_key_json")) & (
-        (F.col("_mv_position") == F.col("_cdc_position")) | ((F.col("_mv_movers") == 1) & (F.col("_mv_gaps") == 1))),
-        "left")
+    # (The zeros of a stream without source positions are not one position.)
+    only_pair = (F.col("_mv_movers") == 1) & (F.col("_mv_gaps") == 1) & F.col("_mv_from").rlike("[1-9a-f]")
+    paired = gaps.join(movers, (F.col("_mv_from") == F.col("_mv_source")) & (F.col("_mv_key") != F.col("_key_json"))
+                       & ((F.col("_mv_position") == F.col("_cdc_position")) | only_pair), "left")
     # A change paired with several deletes (not expected): the one of its own message.
     own = Window.partitionBy("_cdc_position", "_key_json").orderBy(
         (F.col("_mv_position") == F.col("_cdc_position")).desc_nulls_last())

@@ -4,17 +4,16 @@ Iceberg widens in place only ``int -> long``, ``float -> double`` and a decimal'
 arriving with a narrower type than the table's fits: it is cast on write. That is an ``int`` into a ``long`` column,
 or a decimal with no more integer digits and no more fraction digits than the column's (``decimal(12,2)`` into
 ``decimal(38,10)``: DRS types a bare ``decimal`` so until a DDL says more, and a full sync landed after incremental
-batches says ``decimal(12,2)``). A text column takes integers and decimals as their text (``int`` into ``string``: a PostgreSQL
-``numeric`` without precision, kept as text, whose ``ALTER .. TYPE numeric(12,2)`` makes later changes decimals;
-one batch with both types makes the column ``string`` the same way). A decimal arriving with more fraction digits than the column's
-(``decimal(15,4)`` into ``decimal(10,2)``: a MySQL ``MODIFY COLUMN``; Iceberg cannot change a scale) keeps the
-column's scale (:func:`decimal_target`): each value is taken only if it has no more fraction digits than the
-column's, else that change is quarantined. So does an integer arriving for a decimal column (a Debezium Oracle
-``NUMBER(9,0)`` is ``int32`` in the change events, but ``decimal(9,0)`` in the CREATE TABLE the table was made
-from; MySQL's ``BIGINT UNSIGNED``, ``decimal(20,0)`` by its DDL, is ``int64`` by Debezium's default). Any other
-difference (``string`` into ``int``, ``timestamp`` vs
-``timestamp_ntz``) is incompatible: the affected changes are quarantined with that reason instead of being cast
-with loss.
+batches says ``decimal(12,2)``). A text column takes integers and decimals as their text (``int`` into
+``string``: a PostgreSQL ``numeric`` without precision, kept as text, whose ``ALTER .. TYPE numeric(12,2)`` makes
+later changes decimals; one batch with both types makes the column ``string`` the same way). A decimal arriving
+with more fraction digits than the column's (``decimal(15,4)`` into ``decimal(10,2)``: a MySQL ``MODIFY COLUMN``;
+Iceberg cannot change a scale) keeps the column's scale (:func:`decimal_target`): each value is taken only if it has
+no more fraction digits than the column's, else that change is quarantined. So does an integer arriving for a
+decimal column (a Debezium Oracle ``NUMBER(9,0)`` is ``int32`` in the change events, but ``decimal(9,0)`` in the
+CREATE TABLE the table was made from; MySQL's ``BIGINT UNSIGNED``, ``decimal(20,0)`` by its DDL, is ``int64`` by
+Debezium's default). Any other difference (``string`` into ``int``, ``timestamp`` vs ``timestamp_ntz``) is
+incompatible: the affected changes are quarantined with that reason instead of being cast with loss.
 """
 
 from __future__ import annotations

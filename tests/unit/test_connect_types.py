@@ -311,7 +311,8 @@ def test_arrays_of_logical_types_keep_json_text_of_decoded_elements(spark):
     assert convert(spark, array_of({"type": "int32"}), ["[1, 2]"])[1] == ["[1, 2]"]
     # A plain numeric[]: VariableScaleDecimal objects, decoded exactly into numbers.
     variable = array_of({"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "fields": [
-        {"type": "int32", "optional": False, "field": "scale"}, {"type": "bytes", "optional": False, "field": "value"}]})
+        {"type": "int32", "optional": False, "field": "scale"},
+        {"type": "bytes", "optional": False, "field": "value"}]})
     sent = json.dumps([{"scale": 1, "value": b64(java_bytes(15))}, {"scale": 2, "value": b64(java_bytes(-1))}, None,
                        {"scale": 0, "value": b64(java_bytes(10**30))}])
     assert convert(spark, variable, [sent, "[]", '[{"scale":1}]'])[1] == [
