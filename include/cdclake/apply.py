@@ -549,10 +549,7 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
     only_pair = (F.col("_mv_movers") == 1) & (F.col("_mv_gaps") == 1) & F.col("_mv_from").rlike("[1-9a-f]")
     paired = gaps.join(movers, (F.col("_mv_from") == F.col("_mv_source")) & (F.col("_mv_key") != F.col("_key_json"))
                        & ((F.col("_mv_position") == F.col("_cdc_position")) | only_pair), "left")
-    # A change paired with several deletes (not expected): the one of its own message.
-    own = Window.partitionBy("_cdc_position", "_key_json").orderBy(
-        (F.col("_mv_position") == F.col("_cdc_position")).desc_nulls_last())
-    paired = paired.withColumn("_mv_n", F.row_number().over(own)).where(F.col("_mv_n") == 1)
+    # (At most one delete pairs with a change: each change has its own full position, and `only_pair` means one.)
     filled = F.filter(F.array(*[F.when(missing[c] & F.col("_mv_values")[c].isNotNull(), F.lit(c)) for c in columns]),
                       lambda x: x.isNotNull())
     out = paired.withColumn("_filled", F.coalesce(filled, F.array().cast("array<string>")))
