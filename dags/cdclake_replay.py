@@ -24,13 +24,9 @@ from airflow.sdk import Param, dag, get_current_context, task
 
 
 def _source_names() -> list[str]:
-    from cdclake.config import load_sources
-    from cdclake.exceptions import SourceConfigError
+    from cdclake.config import read_sources
 
-    try:
-        return sorted(load_sources())
-    except SourceConfigError:
-        return []  # cdclake_sources.py reports the broken file; the form then takes any name
+    return sorted(read_sources()[0])  # the valid sources; cdclake_sources.py shows each invalid file's error
 
 
 _SOURCES = _source_names()

@@ -30,17 +30,24 @@ thresholds) come from the same file; see `cdclake.config`. Spark runs inside the
 `CDCLAKE_SPARK_SUBMIT_CONN_ID` (an Airflow Spark connection) normalize and apply are submitted as `jobs/` to the
 `spark://` master in `CDCLAKE_SPARK_MASTER` (cluster mode, see `cdclake.cluster`). Kafka landing always runs in
 the land task, as a client of `CDCLAKE_SPARK_MASTER` (on a cluster its read tasks run on the executors).
+
+An invalid source file does not take the other sources' DAGs down: it becomes the placeholder DAG
+`cdclake_sources__<file name>` (no schedule, tagged `config-error`) whose description and one task `config_error`
+show the file's error (file, line, field and value); the task fails with it if triggered. The error is also logged
+when the file is parsed. Fixing the file brings the source's real DAG back at the next parse.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from datetime import timedelta
+from pathlib import Path
 from typing import Any, Callable
 
 from airflow.sdk import Asset, AssetAlias, dag, get_current_context, task
 
-from cdclake.config import SourceConfig, load_sources
-from cdclake.exceptions import SourceConfigError
+from cdclake.config import SourceConfig, read_sources
 
 DAG_ID = "cdclake_sources"
 log = logging.getLogger(__name__)
@@ -156,13 +163,48 @@ def build_dag(config: SourceConfig) -> Any:
     return ingest()
 
 
-def _load() -> dict[str, SourceConfig]:
-    try:
-        return load_sources()
-    except SourceConfigError as exc:
-        # Fail the file's import so the DAG processor shows which source file and field is wrong.
-        raise SourceConfigError(f"cannot build the source DAGs:\n{exc}") from None
+def config_error_dag_id(path: Path) -> str:
+    """The id of the placeholder DAG of an invalid source file: ``cdclake_sources__<file stem>``.
+
+    Characters a DAG id cannot hold become ``_``.
+    """
+    return f"{DAG_ID}__{re.sub(r'[^A-Za-z0-9_.-]', '_', path.stem)}"
 
 
-for _config in _load().values():
+def build_config_error_dag(dag_id: str, path: Path, error: str) -> Any:
+    """The placeholder DAG of an invalid source file: it shows the file's error and its one task fails with it."""
+    message = f"SourceConfigError: {error}\nFix {path}; the source's DAG replaces this one at the next parse."
+
+    @dag(
+        dag_id=dag_id,
+        schedule=None,
+        catchup=False,
+        max_active_runs=1,
+        doc_md=f"### Invalid source config `{path.name}`\n\nNo ingestion DAG until the file is fixed:\n\n"
+               f"```text\n{error}\n```\n",
+        description=f"invalid source config {path.name}: {error}",
+        tags=["cdclake", "config-error"],
+        # retries as every cdclake task has; an AirflowFailException fails the task at once regardless
+        default_args={"owner": "cdclake", "retries": 1, "retry_delay": timedelta(seconds=30)},
+    )
+    def config_error() -> None:
+        @task(task_id="config_error")
+        def fail() -> None:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException(message)
+
+        fail()
+
+    return config_error()
+
+
+_configs, _errors = read_sources()
+for _config in _configs.values():
     globals()[_config.dag_id] = build_dag(_config)
+for _path, _error in _errors.items():
+    log.error("cdclake source config %s is invalid; its DAG is a placeholder that fails:\n%s", _path, _error)
+    _dag_id = config_error_dag_id(_path)
+    if _dag_id in globals():  # a valid source's DAG (or another file's placeholder) already has the id
+        _dag_id = f"{_dag_id}__config_error"
+    globals()[_dag_id] = build_config_error_dag(_dag_id, _path, _error)

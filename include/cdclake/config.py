@@ -612,6 +612,32 @@ def sources_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get(SOURCES_DIR_ENV) or DEFAULT_SOURCES_DIR)
 
 
+def read_sources(directory: str | os.PathLike[str] | None = None) -> tuple[dict[str, SourceConfig], dict[Path, str]]:
+    """Every ``*.yaml`` source of a directory, and the error of each file that is invalid.
+
+    Unlike :func:`load_sources`, an invalid file does not hide the valid ones: the DAG file builds the valid
+    sources' DAGs and shows each invalid file's error on its own.
+
+    Args:
+        directory: Default :func:`sources_dir`.
+
+    Returns:
+        The valid sources by name, sorted, and the invalid files' error messages (file, line, field and value) by
+        path, sorted; both empty when the directory does not exist.
+    """
+    directory = Path(directory) if directory is not None else sources_dir()
+    configs: dict[str, SourceConfig] = {}
+    errors: dict[Path, str] = {}
+    for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else []:
+        try:
+            config = load_source(path)
+        except SourceConfigError as exc:
+            errors[path] = str(exc)
+            continue
+        configs[config.name] = config
+    return configs, errors
+
+
 def load_sources(directory: str | os.PathLike[str] | None = None) -> dict[str, SourceConfig]:
     """Every ``*.yaml`` source of a directory, by name.
 
@@ -622,17 +648,10 @@ def load_sources(directory: str | os.PathLike[str] | None = None) -> dict[str, S
         The sources, sorted by name (empty when the directory does not exist).
 
     Raises:
-        SourceConfigError: A file is invalid (all invalid files are reported together).
+        SourceConfigError: A file is invalid (all invalid files are reported together; :func:`read_sources`
+            returns the valid sources and the errors instead).
     """
-    directory = Path(directory) if directory is not None else sources_dir()
-    configs, errors = {}, []
-    for path in sorted(directory.glob("*.yaml")) if directory.is_dir() else []:
-        try:
-            config = load_source(path)
-        except SourceConfigError as exc:
-            errors.append(str(exc))
-            continue
-        configs[config.name] = config
+    configs, errors = read_sources(directory)
     if errors:
-        raise SourceConfigError("\n".join(errors))
+        raise SourceConfigError("\n".join(errors.values()))
     return configs

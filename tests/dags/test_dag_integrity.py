@@ -56,6 +56,30 @@ heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",
 print("MODULES-JSON " + json.dumps(heavy))
 """
 
+_BROKEN_SOURCES_DAGBAG = """
+import json, logging, sys
+from airflow.dag_processing.dagbag import DagBag
+
+logged = []
+handler = logging.Handler(logging.ERROR)
+handler.emit = lambda record: logged.append(record.getMessage())
+logging.getLogger().addHandler(handler)
+bag = DagBag(dag_folder=sys.argv[1])
+out = {"import_errors": {str(k): str(v) for k, v in bag.import_errors.items()}, "logged": logged, "dags": {}}
+for dag_id, dag in bag.dags.items():
+    out["dags"][dag_id] = {"tags": sorted(dag.tags), "schedule": str(dag.schedule), "doc_md": dag.doc_md,
+                           "description": dag.description, "tasks": {}}
+    for t in dag.tasks:
+        failed = None
+        if "config-error" in dag.tags:
+            try:
+                t.python_callable()
+            except Exception as exc:
+                failed = {"type": type(exc).__name__, "message": str(exc)}
+        out["dags"][dag_id]["tasks"][t.task_id] = {"owner": t.owner, "failed": failed}
+print("DAGBAG-JSON " + json.dumps(out, default=str))
+"""
+
 
 def _run_python(code: str, args: list[str], home: Path, marker: str,
                 extra_env: dict[str, str | None] | None = None) -> Any:
@@ -220,3 +244,37 @@ def test_cdclake_maintenance_maps_one_task_per_table(dagbag: dict[str, Any]) -> 
     assert {t: v["upstream"] for t, v in tasks.items()} == {
         "list_tables": [], "maintain_table": ["list_tables"], "report": ["maintain_table"]}
     assert tasks["maintain_table"]["operator"] == "DecoratedMappedOperator"
+
+
+def test_an_invalid_source_file_becomes_a_failing_placeholder_dag_and_spares_the_others(tmp_path: Path) -> None:
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "good.yaml").write_text("name: good\nformat: debezium\ninbox: inbox/good\n")
+    (sources / "bad.yaml").write_text("name: bad\nformat: debezium\ninbox: inbox/bad\n"
+                                      "defaults:\n  delete_mode: purge\n")
+    # A file whose DAG id would be a valid source's (its stem's space becomes _) must not replace that DAG.
+    (sources / "good_too.yaml").write_text("name: good_too\nformat: canal\ninbox: inbox/good_too\n")
+    (sources / "good too.yaml").write_text("name: good_too\nformat: canal\ninbox: x\n")
+    bag = _run_python(_BROKEN_SOURCES_DAGBAG, [str(DAGS / "cdclake_sources.py")], tmp_path / "airflow", "DAGBAG-JSON",
+                      {"CDCLAKE_SOURCES_DIR": str(sources)})
+    assert bag["import_errors"] == {}
+    dags = bag["dags"]
+    assert set(dags) == {"cdclake_sources__good", "cdclake_sources__good_too", "cdclake_sources__bad",
+                         "cdclake_sources__good_too__config_error"}
+    for good in ("cdclake_sources__good", "cdclake_sources__good_too"):
+        assert set(dags[good]["tasks"]) == {"land_batch", "normalize_batch", "apply_table", "validate_table",
+                                            "mark_applied"}
+        assert "config-error" not in dags[good]["tags"]
+
+    placeholder = dags["cdclake_sources__bad"]
+    assert placeholder["tags"] == ["cdclake", "config-error"] and placeholder["schedule"] == "None"
+    fragments = [f"{sources / 'bad.yaml'}:5: field defaults.delete_mode", "'hard' or 'soft'", "'purge'"]
+    assert all(f in placeholder["doc_md"] and f in placeholder["description"] for f in fragments), placeholder
+    assert list(placeholder["tasks"]) == ["config_error"]
+    task = placeholder["tasks"]["config_error"]
+    assert task["owner"] == "cdclake" and task["failed"]["type"] == "AirflowFailException"
+    assert all(f in task["failed"]["message"] for f in fragments), task
+    assert any(all(f in line for f in fragments) for line in bag["logged"]), bag["logged"]
+
+    collided = dags["cdclake_sources__good_too__config_error"]
+    assert "good too.yaml:1: field name" in collided["tasks"]["config_error"]["failed"]["message"]

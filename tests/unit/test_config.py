@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cdclake.config import DEFAULT_SOURCES_DIR, SourceConfig, TableOptions, load_source, load_sources
+from cdclake.config import (DEFAULT_SOURCES_DIR, SourceConfig, TableOptions, load_source, load_sources,
+                            read_sources)
 from cdclake.exceptions import ConfigError, SourceConfigError
 
 VALID = """\
@@ -216,6 +217,16 @@ def test_load_sources_reports_every_bad_file(tmp_path: Path) -> None:
     with pytest.raises(SourceConfigError) as caught:
         load_sources(tmp_path)
     assert "bad1.yaml:2: field format" in str(caught.value) and "bad2.yaml" in str(caught.value)
+
+
+def test_read_sources_returns_the_valid_sources_and_each_bad_files_error(tmp_path: Path) -> None:
+    write(tmp_path, "good", VALID.format(name="good"))
+    bad = write(tmp_path, "bad", VALID.format(name="bad") + "defaults:\n  delete_mode: purge\n")
+    configs, errors = read_sources(tmp_path)
+    assert list(configs) == ["good"] and configs["good"].dag_id == "cdclake_sources__good"
+    assert list(errors) == [bad]
+    assert "bad.yaml:5: field defaults.delete_mode" in errors[bad] and "'purge'" in errors[bad]
+    assert read_sources(tmp_path / "missing") == ({}, {})
 
 
 def test_models_are_frozen() -> None:
