@@ -64,9 +64,9 @@ from pyspark.sql.types import (
 from cdclake import docpatch, faults, open_snapshots, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
-    CHANGELOG_NAMESPACE, CONNECT_TYPES_PROPERTY, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_TABLE_PROPERTY,
-    commit_properties, create_table, recorded_connect_types, retry_conflicts, sql_literal, table_exists,
-    table_properties, table_schema,
+    CHANGELOG_NAMESPACE, CONNECT_TYPES_PROPERTY, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_PROPERTY,
+    SOURCE_TABLE_PROPERTY, commit_properties, create_table, recorded_connect_types, retry_conflicts, sql_literal,
+    table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import fits, widening
 from cdclake.exceptions import ConfigError
@@ -120,14 +120,16 @@ def _write_properties(options: ApplyOptions) -> dict[str, str]:
 
 
 def create_table_sql(name: str, columns: Sequence[StructField], key: Sequence[str],
-                     options: ApplyOptions = ApplyOptions(), source_table: str | None = None) -> str:
+                     options: ApplyOptions = ApplyOptions(), source_table: str | None = None,
+                     source: str | None = None) -> str:
     """``CREATE TABLE`` for a CDC target: user columns, bookkeeping columns, partitioning, v2 properties (and the
-    source table it holds, when known)."""
+    source and source table it holds, when known)."""
     cols = [f"{_q(f.name)} {f.dataType.simpleString()}" for f in columns]
     cols += [f"{_q(n)} {t}" for n, t in _bookkeeping(options.soft)]
     props = {"format-version": "2", **_write_properties(options), KEY_COLUMNS_PROPERTY: ",".join(key),
              DELETE_MODE_PROPERTY: options.delete_mode,
-             **({SOURCE_TABLE_PROPERTY: source_table} if source_table else {})}
+             **({SOURCE_TABLE_PROPERTY: source_table} if source_table else {}),
+             **({SOURCE_PROPERTY: source} if source else {})}
     props_sql = ", ".join(f"'{k}'='{sql_literal(v)}'" for k, v in props.items())
     partition = options.partition_for(key, _type_names(columns))
     partitioned = f" PARTITIONED BY ({', '.join(partition)})" if partition else ""
@@ -559,13 +561,30 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
     return classified.where(~gap).unionByName(out.select(*classified.columns))
 
 
+def _check_source(tid: str, properties: Mapping[str, str], source: str) -> None:
+    """Refuse ``source``'s changes of a lake table that holds another source's (:data:`SOURCE_PROPERTY`).
+
+    Raises:
+        ConfigError: The table holds another source's changes.
+    """
+    holder = properties.get(SOURCE_PROPERTY)
+    if holder is not None and holder != source:
+        raise ConfigError(
+            f"lake table {tid} holds the changes of source {holder}, and source {source} has changes of a table "
+            f"with the same name: the two sources' positions cannot be compared, so they are not applied. Give "
+            f"each source its own lake (--lake, CDCLAKE_LAKE), or leave the table out of one source "
+            f"(tables.exclude); if {source} now feeds the table in {holder}'s place (the same database), set the "
+            f"table property {SOURCE_PROPERTY}={source}")
+
+
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
-                  options: ApplyOptions, source_table: str | None) -> tuple[dict[str, DataType], bool]:
+                  options: ApplyOptions, source_table: str | None,
+                  source: str | None = None) -> tuple[dict[str, DataType], bool]:
     """Create the table, or evolve it: add columns it lacks, widen types; return its user column types and whether
     it was created. A table that does not record the source table it holds (made before cdclake recorded it) gets
     ``source_table``."""
     name = spark_table_name(tid)
-    created = create_table(spark, tid, create_table_sql(name, columns, key, options, source_table))
+    created = create_table(spark, tid, create_table_sql(name, columns, key, options, source_table, source))
     if created:
         if key:
             spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(_q(k) for k in key)}")
@@ -858,6 +877,8 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                  source_table: str | None, connect_types: Mapping[str, Any],
                  snapshot_ends: Sequence[str] = ()) -> TableCounts:
     name = spark_table_name(tid)
+    if source is not None and table_exists(spark, tid):  # before the table is evolved for these changes
+        _check_source(tid, table_properties(spark, tid), source)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
     exposed = document_field_columns(options)
@@ -865,7 +886,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
                     "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
         exposed = []
-    types, created = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table)
+    types, created = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table, source)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
@@ -899,6 +920,9 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
     properties = table_properties(spark, tid)
+    _check_source(tid, properties, source)
+    if SOURCE_PROPERTY not in properties:  # a new table, or one made before cdclake recorded its source
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{SOURCE_PROPERTY}'='{sql_literal(source)}')")
     _record_connect_types(spark, tid, properties, {c: spec for c, spec in connect_types.items() if c in types})
     full_sync_before = properties.get(FULL_SYNC_PROPERTY, "") if options.reconcile_snapshots else ""
     full_sync_cut, full_sync_after = _full_sync(full_sync_before, stats)

@@ -41,6 +41,10 @@ def recorded_connect_types(properties: dict[str, str]) -> dict[str, dict[str, An
     return {k: v for k, v in recorded.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
+SOURCE_PROPERTY = "cdclake.source"
+"""Table property holding the name of the source whose changes a lake table holds. Source positions of two sources
+are never compared, so apply refuses another source's changes of the table (:func:`cdclake.apply.apply_table`)."""
+
 SOURCE_TABLE_PROPERTY = "cdclake.source-table"
 """Table property holding the source table a lake table holds, ``namespace.table`` as its stream spells it: the
 lake id is that name lower-cased and reduced to ``[a-z0-9_]``, so another source table can map to the same id

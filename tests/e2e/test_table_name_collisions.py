@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cdclake.catalog import SOURCE_TABLE_PROPERTY, pyiceberg_catalog
+from cdclake.catalog import SOURCE_PROPERTY, SOURCE_TABLE_PROPERTY, pyiceberg_catalog
 from cdclake.reader import dump_rows, quarantine_rows
 from cdclake.settings import LakeSettings
 from tests.support.cli_session import run_cli_session
@@ -79,3 +79,28 @@ def test_tables_whose_names_differ_only_in_case_or_punctuation_stay_apart(tmp_pa
     assert [reason.startswith(gmall) for _, _, reason in held] == [True, False, True, False], held
     assert [reason.startswith(orders) and "holds source table shop.Orders" in reason
             for _, _, reason in held] == [False, True, False, True], held
+
+
+def test_a_second_source_with_a_table_of_the_same_name_is_kept_out_of_the_first_ones_table(tmp_path: Path) -> None:
+    # Two MySQL servers (a shard each, or production and staging) with the same database and table names. Their
+    # binlog positions are not comparable: s3's insert, older by position than s2's, was skipped as stale before.
+    lake = tmp_path / "lake"
+    s2 = write(tmp_path / "s2.jsonl", [canal(50, "alpha", "INSERT", {"id": "1", "name": "from s2"})])
+    s3 = write(tmp_path / "s3.jsonl", [canal(5, "alpha", "INSERT", {"id": "1", "name": "from s3"}),
+                                       canal(6, "alpha", "INSERT", {"id": "2", "name": "from s3"}),
+                                       canal(7, "beta", "INSERT", {"id": "3", "name": "s3's own table"})])
+    s2_again = write(tmp_path / "s2b.jsonl", [
+        canal(51, "alpha", "UPDATE", {"id": "1", "name": "s2 updated"}, {"name": "from s2"})])
+    apply = ["apply", "--format", "canal", "--lake", str(lake), "--input"]
+    first, other = run_cli_session([[*apply, s2, "--source", "s2"], [*apply, s3, "--source", "s3"]], tmp_path / "cli")
+    (again,) = run_cli_session([[*apply, s2_again, "--source", "s2"]], tmp_path / "cli2")
+    assert [r["exit"] for r in (first, other, again)] == [0, 1, 0], [r["stderr"][-3000:] for r in (first, other, again)]
+    assert ("1 table(s) failed to apply, the other 1 were applied" in other["stderr"]
+            and "shop.alpha: ConfigError: lake table shop.alpha holds the changes of source s2, and source s3 has "
+                "changes of a table with the same name" in other["stderr"]), other["stderr"][-3000:]
+
+    settings = LakeSettings.from_env(lake, env={})
+    assert dump_rows(settings, "shop.alpha") == [{"id": 1, "name": "s2 updated"}]
+    assert dump_rows(settings, "shop.beta") == [{"id": 3, "name": "s3's own table"}]
+    catalog = pyiceberg_catalog(settings)
+    assert [catalog.load_table(t).properties[SOURCE_PROPERTY] for t in ("shop.alpha", "shop.beta")] == ["s2", "s3"]
