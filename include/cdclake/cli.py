@@ -7,7 +7,7 @@
     cdclake dump --lake DIR --table NAME [--all]
     cdclake quarantine list --lake DIR [--source NAME] [--batch ID] [--reason TEXT]
     cdclake quarantine replay --lake DIR [--source NAME] [--reason TEXT] [--format FORMAT] [--key ...]
-                              [--time-zone ZONE]
+                              [--ddl-policy ...] [--time-zone ZONE]
     cdclake dq results --lake DIR [--table NAME] [--run ID]
     cdclake dq held --lake DIR [--source NAME]
     cdclake dq release --lake DIR --source NAME --batch ID --table NAME   # validates again; exit 1: held again
@@ -24,11 +24,14 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from cdclake.exceptions import ApplyFailedError, CdclakeError, ConfigError
 from cdclake.formats import FORMATS
-from cdclake.landing import FRAMINGS
+from cdclake.landing import FRAMINGS, check_source_name
+
+if TYPE_CHECKING:
+    from cdclake.settings import LakeSettings
 
 log = logging.getLogger("cdclake")
 
@@ -39,11 +42,26 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+_EXISTING_LAKE = "lake directory (an error if it does not exist)"
+
+
 def _table_id(text: str) -> str:
-    """A ``--table`` value: ``namespace.table``."""
+    """A ``--table`` value: ``namespace.table``, as the lake names it or as the source spells it (``SHOP.Items``,
+    ``shop.gmall-2020-04``: the lake's id lower-cases the parts and reduces them to ``[a-z0-9_]``)."""
+    from cdclake.identity import sanitize
+
     if "." not in text.strip(".") or not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not a namespace.table (`cdclake tables` lists them)")
-    return text
+    namespace, _, table = text.strip().partition(".")
+    return f"{sanitize(namespace)}.{sanitize(table)}"
+
+
+def _source(text: str) -> str:
+    """A ``--source`` value: a name that can name the source's directories in the lake."""
+    try:
+        return check_source_name(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _batch_id(text: str) -> str:
@@ -87,15 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--time-zone", metavar="ZONE",
                        help="zone of timestamp texts without an offset (canal/TiCDC MySQL TIMESTAMP, CKafka TIME): "
                             "the source server's, e.g. Asia/Shanghai or +08:00 (default UTC)")
-    apply.add_argument("--source", default="default", help="source name: batches are numbered per source")
+    apply.add_argument("--source", type=_source, default="default",
+                       help="source name: batches are numbered per source")
     apply.add_argument("--framing", default="auto", choices=FRAMINGS, help="input framing (default: detect)")
     apply.add_argument("--validate", action="store_true", help="also run the data-quality suites")
 
     tables = sub.add_parser("tables", help="list the lake's tables as a JSON list")
-    tables.add_argument("--lake", required=True, metavar="DIR")
+    tables.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
 
     dump = sub.add_parser("dump", help="print a table's rows as JSON Lines sorted by primary key")
-    dump.add_argument("--lake", required=True, metavar="DIR")
+    dump.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
     dump.add_argument("--table", required=True, metavar="NAME", type=_table_id,
                       help="namespace.table (see `cdclake tables`)")
     dump.add_argument("--all", action="store_true", help="include the _cdc_* bookkeeping columns")
@@ -103,13 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("quarantine", help="inspect and replay quarantined messages")
     qsub = q.add_subparsers(dest="action", required=True, parser_class=_Parser)
     qlist = qsub.add_parser("list", help="print quarantined messages as JSON Lines (reason, where, raw text)")
-    qlist.add_argument("--lake", required=True, metavar="DIR")
-    qlist.add_argument("--source", help="only this source")
+    qlist.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
+    qlist.add_argument("--source", type=_source, help="only this source")
     qlist.add_argument("--batch", type=_batch_id, help="only this batch id (3 or 00000003)")
     qlist.add_argument("--reason", metavar="TEXT", help="only reasons containing TEXT (case-insensitive)")
     replay = qsub.add_parser("replay", help="re-run quarantined messages through the current code as a new batch")
-    replay.add_argument("--lake", required=True, metavar="DIR")
-    replay.add_argument("--source", help="only this source")
+    replay.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
+    replay.add_argument("--source", type=_source, help="only this source")
     replay.add_argument("--reason", metavar="TEXT", help="only reasons containing TEXT (case-insensitive)")
     replay.add_argument("--format", choices=FORMATS, help="read them as this format (default: as quarantined)")
     replay.add_argument("--key", action="append", default=[], metavar="[TABLE=]COL[,COL...]",
@@ -123,16 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     dqsub = dq.add_subparsers(dest="action", required=True, parser_class=_Parser)
     results = dqsub.add_parser("results", help="print stored validation results (cdclake_meta.dq_results) as "
                                                "JSON Lines, newest first")
-    results.add_argument("--lake", required=True, metavar="DIR")
+    results.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
     results.add_argument("--table", metavar="NAME", type=_table_id, help="only this namespace.table")
     results.add_argument("--run", metavar="ID", help="only this run id")
     held = dqsub.add_parser("held", help="print the (source, batch, table) changes held back, as JSON Lines")
-    held.add_argument("--lake", required=True, metavar="DIR")
-    held.add_argument("--source", help="only this source")
+    held.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
+    held.add_argument("--source", type=_source, help="only this source")
     release = dqsub.add_parser("release", help="apply held-back changes of a batch to their table after a fix and "
                                                "validate again; changes that still fail are held again (exit 1)")
-    release.add_argument("--lake", required=True, metavar="DIR")
-    release.add_argument("--source", required=True)
+    release.add_argument("--lake", required=True, metavar="DIR", help=_EXISTING_LAKE)
+    release.add_argument("--source", type=_source, required=True)
     release.add_argument("--batch", required=True, metavar="ID", type=_batch_id)
     release.add_argument("--table", required=True, metavar="NAME", type=_table_id)
     return parser
@@ -211,6 +230,10 @@ def _apply(args: argparse.Namespace) -> int:
     print(json.dumps(out))
     for tid, why in normalized.ddl_stopped.items():
         sys.stderr.write(f"cdclake: {tid}: {why}\n")
+    if normalized.quarantined and not applied.tables and normalized.quarantined >= landed.message_count:
+        sys.stderr.write(f"cdclake: warning: every message of batch {landed.batch_id} was quarantined (is --format "
+                         f"{args.format} right? `cdclake quarantine list --lake {args.lake} --batch "
+                         f"{landed.batch_id}` shows why)\n")
     if failed_validation:
         sys.stderr.write(f"cdclake: {failed_validation}\n")
         return 1
@@ -240,27 +263,35 @@ def _validate(spark: Any, settings: Any, source: str, applied: Any, out: dict[st
     return failure
 
 
-def _tables(args: argparse.Namespace) -> int:
-    from cdclake.reader import list_tables
+def _existing_lake(lake: str | None) -> "LakeSettings":
+    """The settings of a lake a command reads: its directory must exist (a mistyped ``--lake`` is an error, not an
+    empty lake)."""
     from cdclake.settings import LakeSettings
 
-    print(json.dumps(list_tables(LakeSettings.from_env(args.lake))))
+    settings = LakeSettings.from_env(lake)
+    if not settings.root.is_dir():
+        raise ConfigError(f"no lake at {settings.root}: the directory does not exist (check --lake or CDCLAKE_LAKE; "
+                          "`cdclake apply` makes a lake)")
+    return settings
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from cdclake.reader import list_tables
+
+    print(json.dumps(list_tables(_existing_lake(args.lake))))
     return 0
 
 
 def _dump(args: argparse.Namespace) -> int:
     from cdclake.reader import dump_rows
-    from cdclake.settings import LakeSettings
 
-    for row in dump_rows(LakeSettings.from_env(args.lake), args.table, all_columns=args.all):
+    for row in dump_rows(_existing_lake(args.lake), args.table, all_columns=args.all):
         sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
     return 0
 
 
 def _quarantine(args: argparse.Namespace) -> int:
-    from cdclake.settings import LakeSettings
-
-    settings = LakeSettings.from_env(args.lake)
+    settings = _existing_lake(args.lake)
     if args.action == "list":
         from cdclake.reader import quarantine_rows
 
@@ -281,9 +312,8 @@ def _quarantine(args: argparse.Namespace) -> int:
 
 def _dq(args: argparse.Namespace) -> int:
     from cdclake import dq_hold
-    from cdclake.settings import LakeSettings
 
-    settings = LakeSettings.from_env(args.lake)
+    settings = _existing_lake(args.lake)
     if args.action == "results":
         from cdclake.dq_results import read_rows
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from cdclake import __version__
-from cdclake.exceptions import InputError, StorageError
+from cdclake.exceptions import ConfigError, InputError, StorageError
 from cdclake.settings import LakeSettings
 from cdclake.storage import ObjectStore, open_store
 
@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 FRAMINGS = ("auto", "jsonl", "kcat", "json")
 BATCH_ID_WIDTH = 8
 _RESYNC = re.compile(r"^[{\[]", re.MULTILINE)
+_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+"""A source name as a directory of the raw zone and staging: no path separator, not ``.`` or ``..``. Source
+files' names are stricter (:data:`cdclake.config.SOURCE_NAME`)."""
 
 RAW_FIELDS = (
     "input", "file_index", "index", "line", "byte_offset", "framing",
@@ -64,8 +67,22 @@ class InputFile:
         return hashlib.sha256(self.data).hexdigest()
 
 
+def check_source_name(source: str) -> str:
+    """``source`` when it can name the source's directories in the lake.
+
+    Raises:
+        ConfigError: It holds a path separator, starts with a dot or another character outside letters, digits,
+            ``_``, ``.`` and ``-``, or is over 100 characters long.
+    """
+    if not _SOURCE.match(source):
+        raise ConfigError(f"source name {source!r}: use letters, digits, '_', '.' and '-', starting with a letter or "
+                          "a digit, at most 100 characters (it names the source's directories in the lake)")
+    return source
+
+
 def raw_store(settings: LakeSettings, source: str) -> ObjectStore:
-    """The raw zone of one source."""
+    """The raw zone of one source (:func:`check_source_name`)."""
+    check_source_name(source)
     return open_store(f"{settings.raw_root.rstrip('/')}/{source}", s3_endpoint=settings.s3_endpoint)
 
 

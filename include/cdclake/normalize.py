@@ -1378,6 +1378,8 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         ended = {tid: _stage_snapshot_end(spark, tid, out / tid) for tid in open_snapshots.ended_by(
             spark, source, snapshot_ends, exclude={*typings, *stops, *problems})}
         staged.update({tid: 0 for tid in ended})
+        if quarantine.is_replay_batch(settings, source, batch_id):  # where the messages were first landed
+            rejected = [quarantine.with_origin(raw, frame) for frame in rejected]
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
         skipped: dict[str, int] = defaultdict(int)
         for (status, reason, tid), n in counts.items():

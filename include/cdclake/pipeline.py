@@ -474,7 +474,9 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
     The selected messages of each (source, format) are landed as a new batch of that source (``kcat -J`` framing,
     keeping each message's key and Kafka offset), normalized and applied like any batch; their original
     quarantine rows are then removed. Messages that fail again are quarantined again, under the new batch, with
-    their current reason. Changes keep their source positions, so a replayed change never overrides a newer one.
+    their current reason and where they were first landed (input, line, offsets:
+    :data:`cdclake.quarantine.ORIGIN_HEADER`). Changes keep their source positions, so a replayed change never
+    overrides a newer one.
 
     Args:
         spark: The session.
@@ -511,6 +513,9 @@ def replay_quarantine(spark: "SparkSession", settings: "LakeSettings", *, source
     for (src, group_fmt), members in groups.items():
         lines = [json.dumps({"topic": f"cdclake-replay:{r['input']}", "partition": 0,
                              "offset": r["kafka_offset"] if r["kafka_offset"] is not None else r["line"],
+                             "headers": {quarantine.ORIGIN_HEADER: json.dumps(
+                                 {"input": r["input"], "line": r["line"], "byte_offset": r["byte_offset"],
+                                  "kafka_offset": r["kafka_offset"]})},
                              "key": r["raw_key"], "payload": r["raw_value"]}, ensure_ascii=False)
                  for r in members]
         batches = sorted({r["batch_id"] for r in members})

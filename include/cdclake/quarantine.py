@@ -25,6 +25,9 @@ PASSTHROUGH = ("input", "index", "line", "byte_offset", "offset", "key", "value"
 """Parsed-record columns a quarantine row keeps (besides the reason)."""
 REPLAY_SCHEME = "quarantine-replay://"
 """The input URI scheme of a batch of replayed quarantined messages (landed after the batches they came from)."""
+ORIGIN_HEADER = "cdclake.origin"
+"""Header of a replayed message: where it was first landed, JSON ``{"input", "line", "byte_offset",
+"kafka_offset"}``. A replayed message that fails again is quarantined at that location (:func:`with_origin`)."""
 
 
 def is_replay_batch(settings: "LakeSettings", source: str, batch_id: str) -> bool:
@@ -50,6 +53,21 @@ CREATE TABLE IF NOT EXISTS {name} (
 ) USING iceberg
 TBLPROPERTIES ('format-version'='2')
 """
+
+
+def with_origin(raw: "DataFrame", rejected: "DataFrame") -> "DataFrame":
+    """Rejected records (:data:`PASSTHROUGH` columns and ``reason``) of a batch of replayed messages, located where
+    their messages were first landed (:data:`ORIGIN_HEADER`) instead of in the replay's own input."""
+    from pyspark.sql import functions as F
+
+    origin = F.from_json(F.col("headers")[ORIGIN_HEADER],
+                         "input string, line bigint, byte_offset bigint, kafka_offset bigint")
+    origins = raw.select("input", "index", origin.alias("_origin")).where(F.col("_origin").isNotNull())
+    moved = {"input": "input", "line": "line", "byte_offset": "byte_offset", "offset": "kafka_offset"}
+    return (rejected.join(origins, ["input", "index"], "left")
+            .withColumns({c: F.when(F.col("_origin").isNotNull(), F.col("_origin")[field]).otherwise(F.col(c))
+                          for c, field in moved.items()})
+            .drop("_origin"))
 
 
 def ensure_table(spark: "SparkSession") -> str:

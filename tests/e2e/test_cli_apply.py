@@ -84,7 +84,8 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
     [
         (["apply", "--format", "nope", "--input", "x", "--lake", "y"], "invalid choice"),
         (["apply", "--format", "debezium", "--input", "/does/not/exist", "--lake", "LAKE"], "no such file"),
-        (["dump", "--lake", "LAKE", "--table", "public.missing"], "no table"),
+        (["dump", "--lake", "TMP", "--table", "public.missing"], "no table"),
+        (["dump", "--lake", "LAKE", "--table", "public.missing"], "no lake at"),
         (["dump", "--lake", "LAKE", "--table", "missing"], "is not a namespace.table"),
         (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "t="], "at least one column"),
         (["apply", "--format", "debezium", "--input", "x", "--lake", "y", "--key", "=id"], "no table before"),
@@ -94,7 +95,7 @@ def test_out_of_order_batches_converge(tmp_path: Path, stream_files) -> None:
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
-    args = [a.replace("LAKE", str(tmp_path / "lake")) for a in args]
+    args = [a.replace("LAKE", str(tmp_path / "lake")).replace("TMP", str(tmp_path)) for a in args]
     result = run_cli(*args)
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]

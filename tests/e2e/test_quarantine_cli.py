@@ -34,10 +34,19 @@ def test_keyless_messages_are_held_then_replayed_with_a_key(tmp_path: Path) -> N
     assert json.loads(held["value"]) == json.loads(update.read_text(encoding="utf-8"))
     assert lines(cli("quarantine", "list", "--lake", lake, "--reason", "no such reason")) == []
 
+    # Replayed without a key, it fails again: held under the replay's batch, at the place it was first landed.
+    (again,) = lines(cli("quarantine", "replay", "--lake", lake, "--reason", "primary key"))
+    assert (again["replayed"], again["batches"][0]["quarantined"]) == (1, 1)
+    (held_again,) = lines(cli("quarantine", "list", "--lake", lake))
+    where = ("input_file", "line", "byte_offset", "kafka_offset", "value", "reason")
+    assert held_again["batch_id"] == "00000002"
+    assert {k: held_again[k] for k in where} == {k: held[k] for k in where}
+
     (replayed,) = lines(cli("quarantine", "replay", "--lake", lake, "--reason", "primary key",
                             "--key", "schema01.table01=smallint_column"))
     assert replayed["replayed"] == 1
     (batch,) = replayed["batches"]
+    # The same messages from the same place: the replay lands nothing new and runs its batch again, with the key.
     assert (batch["batch_id"], batch["quarantined"]) == ("00000002", 0)
     assert batch["tables"]["schema01.table01"]["inserted"] == 1
 
@@ -46,3 +55,16 @@ def test_keyless_messages_are_held_then_replayed_with_a_key(tmp_path: Path) -> N
     assert (row["smallint_column"], row["boolean_column"], row["timestamp_column"]) == (
         12, False, "2021-12-16T12:31:49.344365")
     assert sorted(lines(cli("tables", "--lake", lake))[0]) == ["ljx.ljx", "schema01.table01"]
+
+
+def test_a_batch_read_as_the_wrong_format_says_so_beside_its_summary(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    debezium = FIXTURES / "debezium" / "pg_create.json"
+    applied = cli("apply", "--format", "canal", "--input", str(debezium), "--lake", lake)
+    assert applied.returncode == 0, applied.stderr  # quarantine is where bad input goes, not an error
+    summary = json.loads(applied.stdout)
+    assert (summary["messages"], summary["quarantined"], summary["tables"]) == (1, 1, {})
+    assert (f"cdclake: warning: every message of batch 00000001 was quarantined (is --format canal right? "
+            f"`cdclake quarantine list --lake {lake} --batch 00000001` shows why)") in applied.stderr
+    (held,) = lines(cli("quarantine", "list", "--lake", lake, "--batch", "1"))
+    assert "debezium" in held["reason"], held["reason"]
