@@ -1104,6 +1104,20 @@ def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, 
     return None
 
 
+def _replayed_since(spark: SparkSession, settings: LakeSettings, source: str, batch_id: str) -> DataFrame | None:
+    """Where the messages that replay batches landed after ``batch_id`` run again were first landed
+    (:data:`cdclake.quarantine.ORIGIN_HEADER`), or None without such batches. A batch run again after its
+    quarantined messages were replayed does not quarantine those again."""
+    batches = list_batches(settings, source)
+    after = batches[batches.index(batch_id) + 1:] if batch_id in batches else []
+    later = [b for b in after if quarantine.is_replay_batch(settings, source, b)]
+    if not later:
+        return None
+    origin = F.from_json(F.col("headers")[quarantine.ORIGIN_HEADER], quarantine.ORIGIN_SCHEMA)
+    return (spark.read.schema(RAW_SCHEMA).json([p for b in later for p in batch_raw_paths(settings, source, b)])
+            .select(origin.alias("o")).where(F.col("o").isNotNull()).select("o.*"))
+
+
 def _nearest_position(parsed: DataFrame, record: dict[str, Any], table_id: str) -> str | None:
     """The source position of ``table_id``'s row change next to a DDL record in its batch, in landing order (file,
     then message): the next one, else the previous one. Only the table's own changes order its statement: they
@@ -1378,10 +1392,14 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         ended = {tid: _stage_snapshot_end(spark, tid, out / tid) for tid in open_snapshots.ended_by(
             spark, source, snapshot_ends, exclude={*typings, *stops, *problems})}
         staged.update({tid: 0 for tid in ended})
+        skipped: dict[str, int] = defaultdict(int)
         if quarantine.is_replay_batch(settings, source, batch_id):  # where the messages were first landed
             rejected = [quarantine.with_origin(raw, frame) for frame in rejected]
+        elif rejected and (replayed := _replayed_since(spark, settings, source, batch_id)) is not None:
+            rejected, again = quarantine.without_replayed(rejected, replayed)
+            if again:
+                skipped[quarantine.REPLAYED] += again
         quarantined = quarantine.record(spark, rejected, source=source, batch_id=batch_id, fmt=fmt)
-        skipped: dict[str, int] = defaultdict(int)
         for (status, reason, tid), n in counts.items():
             if status == "skip" and (reason, tid) not in held_ddl_of:
                 skipped[reason] += n

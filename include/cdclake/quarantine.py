@@ -28,6 +28,13 @@ REPLAY_SCHEME = "quarantine-replay://"
 ORIGIN_HEADER = "cdclake.origin"
 """Header of a replayed message: where it was first landed, JSON ``{"input", "line", "byte_offset",
 "kafka_offset"}``. A replayed message that fails again is quarantined at that location (:func:`with_origin`)."""
+ORIGIN_SCHEMA = "input string, line bigint, byte_offset bigint, kafka_offset bigint"
+"""Schema of an :data:`ORIGIN_HEADER` value."""
+_LOCATION = {"input": "input", "line": "line", "byte_offset": "byte_offset", "offset": "kafka_offset"}
+"""A message's location: :data:`PASSTHROUGH` column -> :data:`ORIGIN_SCHEMA` field."""
+REPLAYED = "replayed from the quarantine by a later batch"
+"""Skip reason of a message that a batch run again would quarantine, which a replay batch has already run again
+(:func:`without_replayed`): quarantining it again would list it twice."""
 
 
 def is_replay_batch(settings: "LakeSettings", source: str, batch_id: str) -> bool:
@@ -55,18 +62,31 @@ TBLPROPERTIES ('format-version'='2')
 """
 
 
+def without_replayed(rejected: Sequence["DataFrame"], replayed: "DataFrame") -> tuple[list["DataFrame"], int]:
+    """Rejected records (:data:`PASSTHROUGH` columns and ``reason``) less those of messages at a location that
+    ``replayed`` (the :data:`ORIGIN_SCHEMA` fields of later replay batches' messages) holds, and how many those are.
+    """
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    rows = reduce(lambda a, b: a.unionByName(b), [f.select(*PASSTHROUGH, "reason") for f in rejected]).alias("r")
+    same = reduce(lambda a, b: a & b, [F.col(f"r.{c}").eqNullSafe(F.col(f"o.{o}")) for c, o in _LOCATION.items()])
+    origins = replayed.distinct().alias("o")
+    again = rows.join(origins, same, "left_semi").count()
+    return ([rows.join(origins, same, "left_anti")] if again else list(rejected)), again
+
+
 def with_origin(raw: "DataFrame", rejected: "DataFrame") -> "DataFrame":
     """Rejected records (:data:`PASSTHROUGH` columns and ``reason``) of a batch of replayed messages, located where
     their messages were first landed (:data:`ORIGIN_HEADER`) instead of in the replay's own input."""
     from pyspark.sql import functions as F
 
-    origin = F.from_json(F.col("headers")[ORIGIN_HEADER],
-                         "input string, line bigint, byte_offset bigint, kafka_offset bigint")
+    origin = F.from_json(F.col("headers")[ORIGIN_HEADER], ORIGIN_SCHEMA)
     origins = raw.select("input", "index", origin.alias("_origin")).where(F.col("_origin").isNotNull())
-    moved = {"input": "input", "line": "line", "byte_offset": "byte_offset", "offset": "kafka_offset"}
     return (rejected.join(origins, ["input", "index"], "left")
             .withColumns({c: F.when(F.col("_origin").isNotNull(), F.col("_origin")[field]).otherwise(F.col(c))
-                          for c, field in moved.items()})
+                          for c, field in _LOCATION.items()})
             .drop("_origin"))
 
 

@@ -42,6 +42,13 @@ def test_keyless_messages_are_held_then_replayed_with_a_key(tmp_path: Path) -> N
     assert held_again["batch_id"] == "00000002"
     assert {k: held_again[k] for k in where} == {k: held[k] for k in where}
 
+    # The first input applied again runs batch 1 again: the message it holds back was replayed (and is held by
+    # the replay's batch), so it is not quarantined a second time.
+    (rerun,) = lines(cli("apply", "--format", "drs", "--input", str(update), str(mongo), "--lake", lake))
+    assert (rerun["batch_id"], rerun["new_batch"], rerun["quarantined"]) == ("00000001", False, 0)
+    assert rerun["skipped"] == {"replayed from the quarantine by a later batch": 1}, rerun
+    assert lines(cli("quarantine", "list", "--lake", lake)) == [held_again]
+
     (replayed,) = lines(cli("quarantine", "replay", "--lake", lake, "--reason", "primary key",
                             "--key", "schema01.table01=smallint_column"))
     assert replayed["replayed"] == 1
