@@ -593,6 +593,8 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
                  ", ".join(options.partition_for(key, _type_names(columns))) or "nothing")
     else:
         props = table_properties(spark, tid)
+        if source is not None:  # before the table is evolved for these changes
+            _check_source(tid, props, source)
         created_soft = props.get(DELETE_MODE_PROPERTY) == "soft"
         if created_soft and not options.soft:
             raise ConfigError(f"table {tid} keeps soft-deleted rows (delete mode soft); switching it to hard deletes "
@@ -877,8 +879,6 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                  source_table: str | None, connect_types: Mapping[str, Any],
                  snapshot_ends: Sequence[str] = ()) -> TableCounts:
     name = spark_table_name(tid)
-    if source is not None and table_exists(spark, tid):  # before the table is evolved for these changes
-        _check_source(tid, table_properties(spark, tid), source)
     after_type = changes.schema["after"].dataType
     assert isinstance(after_type, StructType)
     exposed = document_field_columns(options)
