@@ -212,12 +212,7 @@ def _apply(args: argparse.Namespace) -> int:
         "source": args.source,
         "new_batch": landed.created,
         "messages": landed.message_count,
-        "tables": {
-            tid: {"inserted": c.inserted, "updated": c.updated, "deleted": c.deleted, "truncated": c.truncated,
-                  "skipped_stale": c.skipped_stale, "rows": c.rows_after,
-                  **({"unknown_values": c.unknown_values} if c.unknown_values else {})}
-            for tid, c in applied.tables.items()
-        },
+        "tables": {tid: c.summary() for tid, c in applied.tables.items()},
         "quarantined": normalized.quarantined,
         "skipped": normalized.skipped,
         **({"resumed_batches": resumed} if resumed else {}),

@@ -105,6 +105,13 @@ class TableCounts:
             del data["unknown_values"]
         return data
 
+    def summary(self) -> dict[str, int]:
+        """The counts the CLI prints for a table (``cdclake apply``, ``cdclake quarantine replay``): the changes,
+        and ``rows``, the table's live rows after the batch."""
+        return {"inserted": self.inserted, "updated": self.updated, "deleted": self.deleted,
+                "truncated": self.truncated, "skipped_stale": self.skipped_stale, "rows": self.rows_after,
+                **({"unknown_values": self.unknown_values} if self.unknown_values else {})}
+
 
 @dataclass(frozen=True)
 class ApplyResult:
@@ -457,7 +464,7 @@ class ReplayResult:
         return {
             "source": self.source, "format": self.fmt, "replayed": self.replayed,
             "batch_id": self.normalized.batch_id if self.normalized else None,
-            "tables": {t: c.to_dict() for t, c in self.applied.tables.items()} if self.applied else {},
+            "tables": {t: c.summary() for t, c in self.applied.tables.items()} if self.applied else {},
             "quarantined": self.normalized.quarantined if self.normalized else 0,
             "skipped": self.normalized.skipped if self.normalized else {},
         }
