@@ -7,6 +7,8 @@ staged, skipped with a counted reason (tombstones, logical-decoding messages), o
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from typing import TYPE_CHECKING, Sequence
 
@@ -32,6 +34,12 @@ ORIGIN_SCHEMA = "input string, line bigint, byte_offset bigint, kafka_offset big
 """Schema of an :data:`ORIGIN_HEADER` value."""
 _LOCATION = {"input": "input", "line": "line", "byte_offset": "byte_offset", "offset": "kafka_offset"}
 """A message's location: :data:`PASSTHROUGH` column -> :data:`ORIGIN_SCHEMA` field."""
+VALUE_NOT_JSON = "message value is not valid JSON"
+KEY_NOT_JSON = "message key is not valid JSON"
+"""Reasons of a message whose value (key) Spark's JSON parser rejected. :func:`record` adds where the text stops
+being JSON (e.g. ``: unterminated string starting at character 31 of 40``)."""
+_DETAILED = 1000
+"""At most this many distinct texts of a batch are parsed again on the driver for the detail."""
 REPLAYED = "replayed from the quarantine by a later batch"
 """Skip reason of a message that a batch run again would quarantine, which a replay batch has already run again
 (:func:`without_replayed`): quarantining it again would list it twice."""
@@ -137,9 +145,42 @@ def record(spark: "SparkSession", frames: Sequence["DataFrame"], *, source: str,
     try:
         count = rows.count()
         if count:
-            rows.writeTo(name).append()
+            _with_json_errors(rows).writeTo(name).append()
             for r in rows.groupBy("reason").count().orderBy(F.desc("count")).limit(5).collect():
                 log.warning("quarantined %d message(s) of batch %s: %s", r["count"], batch_id, r["reason"])
         return count
     finally:
         rows.unpersist()
+
+
+def json_error(text: str) -> str | None:
+    """Where ``text`` stops being JSON, as Python's parser says it (None: Python reads it; Spark's parser is
+    stricter about some texts, e.g. ``NaN``)."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):
+            return str(exc)
+        what = exc.msg[:1].lower() + exc.msg[1:]
+        cut = exc.pos >= len(text.rstrip()) or what.startswith("unterminated string")
+        return (f"{what}{'' if what.endswith(' at') else ' at'} character {exc.pos + 1} of {len(text)}"
+                + (" (the text ends there: cut short?)" if cut else ""))
+    return None
+
+
+def _with_json_errors(rows: "DataFrame") -> "DataFrame":
+    """``rows`` whose reason says a value or key is not JSON, with where it stops being JSON (:func:`json_error`)
+    for up to :data:`_DETAILED` distinct texts. The rejected texts are few; Python parses them on the driver."""
+    from pyspark.sql import functions as F
+
+    reason = F.col("reason")
+    texts = F.when(reason == VALUE_NOT_JSON, F.col("raw_value")).when(reason == KEY_NOT_JSON, F.col("raw_key"))
+    found = [r[0] for r in rows.select(texts.alias("text")).where("text IS NOT NULL").distinct().limit(_DETAILED)
+             .collect()]
+    details = {hashlib.sha256(t.encode("utf-8")).hexdigest(): e for t in found if (e := json_error(t)) is not None}
+    if not details:
+        return rows
+    lookup = F.create_map(*[F.lit(x) for pair in details.items() for x in pair])
+    detail = F.element_at(lookup, F.sha2(texts, 256))
+    return rows.withColumn("reason", F.when(detail.isNotNull(), F.concat(reason, F.lit(": "), detail))
+                           .otherwise(reason))

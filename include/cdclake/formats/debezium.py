@@ -36,6 +36,7 @@ from pyspark.sql.types import StructType
 from cdclake.formats.common import CORRUPT, null_string, positive_integer, table_identity, unquote_json_text
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
 from cdclake.formats.message import KEY_SCHEMA, FROM_JSON_OPTIONS, PAYLOAD_FIELDS, Rule, Shape
+from cdclake.quarantine import KEY_NOT_JSON
 from cdclake.records import hex_segment
 
 SNAPSHOT_TRUE = ("true", "first", "last", "first_in_data_collection", "last_in_data_collection", "incremental")
@@ -242,7 +243,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
     return [
         # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
         # JSON at all (a string converter's key) still do.
-        (F.col("key").rlike(r"^\s*\{") & k[CORRUPT].isNotNull(), F.lit("message key is not valid JSON"),
+        (F.col("key").rlike(r"^\s*\{") & k[CORRUPT].isNotNull(), F.lit(KEY_NOT_JSON),
          "quarantine"),
         # A message key where a value belongs (a dump written as key, value, key, value, ...).
         (raw_op.isNull() & b["source"].isNull() & F.get_json_object(j["schema"], "$.name").endswith(".Key"),

@@ -23,6 +23,7 @@ from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, status
 from cdclake.formats.sqltypes import source_zone
 from cdclake.plans import ColumnPlan, cached_plan
+from cdclake.quarantine import VALUE_NOT_JSON
 
 SHAPE_COLUMNS = (
     "table_id", "table_name", "op", "source_pos", "source_ts", "snapshot",
@@ -233,7 +234,7 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
         ((F.length("value") < 64) & F.regexp_replace("value", r"\s", "").isin(*_NULL_ENVELOPES),
          F.lit(NULL_ENVELOPE_SKIP), "skip"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & F.get_json_object(F.col("value"), "$").isNull(),
-         F.lit("message value is not valid JSON"), "quarantine"),
+         F.lit(VALUE_NOT_JSON), "quarantine"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & ~F.trim(F.col("value")).startswith("{"),
          F.lit("message value is not a JSON object"), "quarantine"),
         (F.col(f"_j.{CORRUPT}").isNotNull(), _unexpected_type_reason(), "quarantine"),
