@@ -657,6 +657,12 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 spelled = {c.name.lower(): c.name for c in columns}
                 spellings.update({**folded, **{n: spelled[n.lower()] for n in untyped
                                                if n.lower() in spelled and spelled[n.lower()] != n}})
+            # Images without a schema that spell a known column another way (the lake table's `V`, a later
+            # batch's `v`): read from that spelling too.
+            spelled = {c.name.lower(): c.name for c in columns}
+            spellings.update({m: spelled[m.lower()] for v in variants for n in (v["untyped_names"] or [])
+                              for m in [renames.get(n, n)] if n not in dropped and m not in spellings
+                              and spelled.get(m.lower(), m) != m})
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
             continue

@@ -753,6 +753,23 @@ def test_payload_only_images_that_spell_a_column_in_two_cases_are_one_column(spa
     assert [(r["id"], r["name"]) for r in dump_rows(session_lake, tid)] == [(1001, "b")]
 
 
+def test_a_later_batch_that_spells_the_tables_columns_in_another_case_fills_them(spark, session_lake):
+    """The lake table has ``ID`` and ``V`` (its first batch's spelling); a later batch's images without a schema have
+    ``id`` and ``v``. They are the table's columns: ``v`` was staged as null (the update lost its value without a
+    word) and ``id`` as a missing key (the update quarantined)."""
+    table = f"recased_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+    create = _payload_only(table, {"ID": 1, "V": "a", "w": 1}, lsn=100)
+    first, _ = _land_and_normalize(spark, session_lake, source, create + "\n")
+    apply_batch(spark, session_lake, source=source, batch_id=first)
+    update = json.loads(_payload_only(table, {"id": 1, "v": "b", "W": 2}, lsn=200))
+    update.update(op="u", before={"id": 1, "v": "a", "W": 1})
+    second, result = _land_and_normalize(spark, session_lake, source, json.dumps(update) + "\n")
+    assert (result.tables, result.quarantined) == ({tid: 1}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=second)
+    assert [(r["ID"], r["V"], r["w"]) for r in dump_rows(session_lake, tid)] == [(1, "b", 2)]
+
+
 def test_a_batch_whose_schemas_encode_a_column_two_ways_decodes_each_message_by_its_own_schema(spark, session_lake):
     """A column's Decimal scale (2, then 4 after an ALTER) and its timestamp precision (Timestamp millis, then
     MicroTimestamp micros) change within one batch: each message's value is decoded with its own schema, never
