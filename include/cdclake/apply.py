@@ -579,10 +579,10 @@ def _check_source(tid: str, properties: Mapping[str, str], source: str) -> None:
 
 def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField], key: Sequence[str],
                   options: ApplyOptions, source_table: str | None,
-                  source: str | None = None) -> tuple[dict[str, DataType], bool]:
-    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types and whether
-    it was created. A table that does not record the source table it holds (made before cdclake recorded it) gets
-    ``source_table``."""
+                  source: str | None = None) -> tuple[dict[str, DataType], bool, dict[str, str]]:
+    """Create the table, or evolve it: add columns it lacks, widen types; return its user column types, whether
+    it was created, and its properties. A table that does not record the source table it holds (made before cdclake
+    recorded it) gets ``source_table``."""
     name = spark_table_name(tid)
     created = create_table(spark, tid, create_table_sql(name, columns, key, options, source_table, source))
     if created:
@@ -591,6 +591,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
         log.info("created table %s (key %s, %s deletes, %s, partitioned by %s)", tid, ",".join(key),
                  options.delete_mode, options.write_mode,
                  ", ".join(options.partition_for(key, _type_names(columns))) or "nothing")
+        props = table_properties(spark, tid)
     else:
         props = table_properties(spark, tid)
         if source is not None:  # before the table is evolved for these changes
@@ -608,6 +609,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ("
                       + ", ".join(f"'{k}'='{sql_literal(v)}'" for k, v in changed.items()) + ")")
             log.info("table %s: properties %s", tid, changed)
+            props = {**props, **changed}
     existing = {f.name: f.dataType for f in table_schema(spark, tid).fields}
     for f in columns:
         if f.name not in existing:
@@ -621,7 +623,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
             existing[f.name] = f.dataType
     if options.soft and SOFT_DELETE_COLUMN not in existing:
         spark.sql(f"ALTER TABLE {name} ADD COLUMN {SOFT_DELETE_COLUMN} boolean")
-    return {n: t for n, t in existing.items() if not n.startswith("_cdc_")}, created
+    return {n: t for n, t in existing.items() if not n.startswith("_cdc_")}, created, props
 
 
 def changelog_table_id(tid: str) -> str:
@@ -886,7 +888,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
                     "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
         exposed = []
-    types, created = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table, source)
+    types, created, properties = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table, source)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
@@ -919,7 +921,6 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
     ).first()
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
-    properties = table_properties(spark, tid)
     _check_source(tid, properties, source)
     if SOURCE_PROPERTY not in properties:  # a new table, or one made before cdclake recorded its source
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{SOURCE_PROPERTY}'='{sql_literal(source)}')")
