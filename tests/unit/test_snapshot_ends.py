@@ -91,3 +91,31 @@ def test_a_debezium_1x_snapshot_ending_in_a_later_batch_reconciles_the_tables_it
     # The snapshot is closed: a later batch of the source's streamed changes leaves the tables as they are.
     _apply(spark, session_lake, db, "3", [_event(db, "a", 2200, "c", {"id": 5, "v": "n"})])
     assert dump_rows(session_lake, f"{db}.a") == [{"id": 1, "v": "s"}, {"id": 5, "v": "n"}]
+
+
+def _pg_0x_read(schema: str, table: str, lsn: int, row: dict[str, Any], last: bool = False) -> dict[str, Any]:
+    """A snapshot read of Debezium's PostgreSQL connector before 1.0 (its ``SourceInfo``: ``snapshot`` a boolean,
+    ``last_snapshot_record`` true on the snapshot's last record, ``ts_usec``)."""
+    source = {"name": "pgsrv", "ts_usec": 1700000000000000, "txId": 555, "lsn": lsn, "snapshot": True,
+              "last_snapshot_record": last}
+    return {"before": None, "after": row, "source": {**source, "schema": schema, "table": table}, "op": "r",
+            "ts_ms": 1700000000000}
+
+
+def test_a_postgresql_0x_snapshot_ends_with_its_last_snapshot_record(spark, session_lake) -> None:
+    """Before 1.0, Debezium's PostgreSQL connector marks its snapshot's end with ``last_snapshot_record: true``
+    (``snapshot`` stays ``true``): the re-snapshot removes the rows it no longer reads, of both tables."""
+    schema = f"snap{uuid.uuid4().hex[:6]}"
+    _apply(spark, session_lake, schema, "0", [
+        _pg_0x_read(schema, "a", 1000, {"id": 1, "v": "s1"}), _pg_0x_read(schema, "a", 1000, {"id": 2, "v": "s1"}),
+        _pg_0x_read(schema, "b", 1000, {"id": 1, "v": "s1"}), _pg_0x_read(schema, "b", 1000, {"id": 2, "v": "s1"},
+                                                                            last=True)])
+    # The re-snapshot no longer reads a's row 2 and b's row 1 (deleted while the connector was away).
+    counts = _apply(spark, session_lake, schema, "1", [
+        _pg_0x_read(schema, "a", 2000, {"id": 1, "v": "s2"}),
+        _pg_0x_read(schema, "b", 2000, {"id": 2, "v": "s2"}, last=True)])
+    assert dump_rows(session_lake, f"{schema}.a") == [{"id": 1, "v": "s2"}]
+    assert dump_rows(session_lake, f"{schema}.b") == [{"id": 2, "v": "s2"}]
+    a, b = counts[f"{schema}.a"], counts[f"{schema}.b"]
+    assert (a.updated, a.truncated, a.rows_after) == (1, 1, 1), a
+    assert (b.updated, b.truncated, b.rows_after) == (1, 1, 1), b

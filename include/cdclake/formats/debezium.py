@@ -22,7 +22,7 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   TiCDC ``commit_ts``; a writer that names no connector and no position, or writes a placeholder (MySQL's
   ``"file": ""`` with ``"pos": 0``, PostgreSQL's ``lsn`` Long.MIN_VALUE): arrival order (:data:`NO_BINLOG_POSITION`).
 - ``source_ts``: ``source.ts_us`` / ``ts_usec`` (before 1.0) / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot``
-  unless false.
+  unless false; ``last`` for a record with ``last_snapshot_record: true`` (PostgreSQL before 1.0).
 """
 
 from __future__ import annotations
@@ -195,6 +195,10 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     src = b["source"]
     raw_op = F.lower(F.trim(b["op"]))
     snapshot_flag = F.lower(F.trim(src["snapshot"]))
+    # Debezium's PostgreSQL connector before 1.0: `snapshot` is a boolean, and its snapshot's last record has
+    # `last_snapshot_record: true` (what `snapshot: last` says since).
+    snapshot_flag = F.when((snapshot_flag == "true") & (F.lower(F.trim(src["last_snapshot_record"])) == "true"),
+                           F.lit("last")).otherwise(snapshot_flag)
     snapshot = F.when(snapshot_flag.isin(*SNAPSHOT_TRUE), snapshot_flag).when(raw_op == "r", F.lit("true"))
     op = F.when((raw_op == "c") & snapshot.isNotNull() & (snapshot != "incremental"), F.lit("r")).otherwise(raw_op)
     # MySQL and MariaDB name a table by database; a `schema` beside it (written by hand) is not a namespace.

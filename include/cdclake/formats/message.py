@@ -63,7 +63,7 @@ _SOURCE = StructType(_strings(
     "version", "connector", "name", "server", "ts_ms", "ts_us", "ts_ns", "ts_sec", "snapshot", "db", "schema",
     "table", "txId", "lsn", "xmin", "sequence", "change_lsn", "commit_lsn", "event_serial_no",
     "file", "pos", "row", "gtid", "server_id", "thread", "commit_ts", "collection", "scn", "commit_scn",
-    "rs", "ns", "ts_usec",
+    "rs", "ns", "ts_usec", "last_snapshot_record",
 ))
 _POSITION = StructType(_strings("ts_sec", "file", "pos", "row", "gtids", "snapshot", "server_id"))
 BODY_FIELDS: list[StructField] = [
