@@ -225,9 +225,14 @@ class _Before(_Image):
     def image_text(self, name: str) -> Column:
         return F.when(self._own(name), F.coalesce("before_text", "old_text")).otherwise(F.col("after_text"))
 
-    @staticmethod
-    def _own(name: str) -> Column:
-        return F.col("before_text").isNotNull() | F.array_contains(F.col("_ok"), name)
+    def _own(self, name: str) -> Column:
+        """Whether the before image has a value of the column image field ``name`` is read into: under any of
+        the column's names (``old`` may spell it another way than ``data``)."""
+        is_column = any(c.name == name for c in self.typing.columns)
+        names = self.typing.sources(name if is_column else dict(self.typing.aliases).get(name, name))
+        listed = (F.array_contains(F.col("_ok"), name) if len(names) == 1
+                  else F.arrays_overlap(F.col("_ok"), F.array(*[F.lit(n) for n in names])))
+        return F.col("before_text").isNotNull() | listed
 
 
 def staging_dir(settings: LakeSettings, source: str, batch_id: str) -> Path:
@@ -561,8 +566,12 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
     """
     # Images without a schema, and canal-family images (whose `data` may carry a column `mysqlType` does not list):
     # their field names, so that no value is dropped for want of a type. A Connect schema lists every field.
-    untyped_image = F.when(F.col("row_schema").isNull() | F.col("row_schema").startswith(SQLTYPES_SCHEMA_PREFIX),
-                           F.json_object_keys(F.coalesce("after_text", "before_text")))
+    untyped = F.col("row_schema").isNull() | F.col("row_schema").startswith(SQLTYPES_SCHEMA_PREFIX)
+    untyped_image = F.when(untyped, F.json_object_keys(F.coalesce("after_text", "before_text")))
+    # An update's before image (canal's `old`) may spell a column another way than its after image (Debezium's
+    # Informix example: `before.id`, `after.ID`): those spellings are read too (a key change is told by them).
+    untyped_before = F.when(untyped & F.col("after_text").isNotNull(),
+                            F.json_object_keys(F.coalesce("before_text", "old_text")))
     rows = (
         parsed.where(F.col("status") == "ok")
         .groupBy("table_id", F.xxhash64("row_schema").alias("h1"), F.xxhash64("key_schema").alias("h2"),
@@ -573,6 +582,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             F.first("key_text", ignorenulls=True).alias("key_text"),
             F.first(F.coalesce("after_text", "before_text"), ignorenulls=True).alias("sample"),
             F.array_distinct(F.flatten(F.collect_set(untyped_image))).alias("untyped_names"),
+            F.array_distinct(F.flatten(F.collect_set(untyped_before))).alias("before_names"),
             F.count_if(F.col("op") != "t").alias("changes"),
             F.min(F.struct("file_index", "index")).alias("first_seen"),
         )
@@ -658,9 +668,10 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 spellings.update({**folded, **{n: spelled[n.lower()] for n in untyped
                                                if n.lower() in spelled and spelled[n.lower()] != n}})
             # Images without a schema that spell a known column another way (the lake table's `V`, a later
-            # batch's `v`): read from that spelling too.
+            # batch's `v`; an update's `before.id` beside `after.ID`): read from that spelling too.
             spelled = {c.name.lower(): c.name for c in columns}
-            spellings.update({m: spelled[m.lower()] for v in variants for n in (v["untyped_names"] or [])
+            spellings.update({m: spelled[m.lower()] for v in variants
+                              for n in [*(v["untyped_names"] or []), *(v["before_names"] or [])]
                               for m in [renames.get(n, n)] if n not in dropped and m not in spellings
                               and spelled.get(m.lower(), m) != m})
         except SchemaError as exc:

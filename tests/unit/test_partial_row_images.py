@@ -67,3 +67,21 @@ def test_a_key_change_that_leaves_a_column_out_takes_it_from_the_old_keys_row(sp
         {"id": 5, "name": "a2", "txt": "one"}, {"id": 6, "name": "b2", "txt": "two"},
         {"id": 7, "name": "c2", "txt": "three"}, {"id": 9, "name": "d2", "txt": "four"}]
     assert counts[f"{db}.items"].unknown_values == 0
+
+
+UPPER = {"ID": ("int", 4), "NAME": ("varchar(20)", 12)}
+
+
+def test_a_key_change_whose_old_image_spells_the_key_in_another_case_moves_the_row(spark, session_lake) -> None:
+    """``data`` spells the columns ``ID``, ``NAME`` (as the table does), ``old`` spells them ``id``, ``name``
+    (MySQL's names are case-insensitive). The key change 2 -> 3 was missed: the old key's row stayed beside the
+    new one."""
+    db = f"recase{uuid.uuid4().hex[:6]}"
+    first = canal(db, "INSERT", [{"ID": "1", "NAME": "a"}, {"ID": "2", "NAME": "b"}], 100, types=UPPER)
+    apply_messages(spark, session_lake, db, "0", [{**first, "pkNames": ["ID"]}])
+    moved = canal(db, "UPDATE", [{"ID": "3", "NAME": "b"}], 200, old=[{"id": "2"}], types=UPPER)
+    renamed = canal(db, "UPDATE", [{"ID": "1", "NAME": "a2"}], 210, old=[{"name": "a"}], types=UPPER)
+    counts = apply_messages(spark, session_lake, db, "1", [{**m, "pkNames": ["ID"]} for m in (moved, renamed)])
+    assert dump_rows(session_lake, f"{db}.items") == [{"ID": 1, "NAME": "a2"}, {"ID": 3, "NAME": "b"}]
+    c = counts[f"{db}.items"]
+    assert (c.inserted, c.updated, c.deleted, c.rows_after) == (1, 1, 1, 2), c
