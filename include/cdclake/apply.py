@@ -888,7 +888,8 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         log.warning("table %s: document_fields %s ignored: the table has no %s column (only MongoDB collections "
                     "have one)", tid, ", ".join(f.name for f in exposed), docpatch.PATCH_COLUMN)
         exposed = []
-    types, created, properties = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options, source_table, source)
+    types, created, properties = _ensure_table(spark, tid, [*after_type.fields, *exposed], key, options,
+                                               source_table, source)
     columns = [StructField(n, t) for n, t in types.items()]
     value_columns = [f.name for f in columns if f.name not in key]
     tombstones.ensure_table(spark)
