@@ -38,8 +38,10 @@ VALUE_NOT_JSON = "message value is not valid JSON"
 KEY_NOT_JSON = "message key is not valid JSON"
 """Reasons of a message whose value (key) Spark's JSON parser rejected. :func:`record` adds where the text stops
 being JSON (e.g. ``: unterminated string starting at character 31 of 40``)."""
-_DETAILED = 1000
-"""At most this many distinct texts of a batch are parsed again on the driver for the detail."""
+_DETAILED = 100
+_DETAILED_CHARS = 1_000_000
+"""At most this many distinct texts of a batch, each of at most this many characters, are parsed again on the
+driver for the detail (a bound on what the driver holds: a Kafka message may be megabytes long)."""
 REPLAYED = "replayed from the quarantine by a later batch"
 """Skip reason of a message that a batch run again would quarantine, which a replay batch has already run again
 (:func:`without_replayed`): quarantining it again would list it twice."""
@@ -170,11 +172,13 @@ def json_error(text: str) -> str | None:
 
 def _with_json_errors(rows: "DataFrame") -> "DataFrame":
     """``rows`` whose reason says a value or key is not JSON, with where it stops being JSON (:func:`json_error`)
-    for up to :data:`_DETAILED` distinct texts. The rejected texts are few; Python parses them on the driver."""
+    for up to :data:`_DETAILED` distinct texts (others keep the reason without it). The rejected texts are few;
+    Python parses them on the driver."""
     from pyspark.sql import functions as F
 
     reason = F.col("reason")
     texts = F.when(reason == VALUE_NOT_JSON, F.col("raw_value")).when(reason == KEY_NOT_JSON, F.col("raw_key"))
+    texts = F.when(F.length(texts) <= _DETAILED_CHARS, texts)
     found = [r[0] for r in rows.select(texts.alias("text")).where("text IS NOT NULL").distinct().limit(_DETAILED)
              .collect()]
     details = {hashlib.sha256(t.encode("utf-8")).hexdigest(): e for t in found if (e := json_error(t)) is not None}
