@@ -126,10 +126,19 @@ def resolve_inputs(paths: Sequence[str], *, s3_endpoint: str | None = None) -> l
     return files
 
 
+BOM = "\ufeff"
+"""The byte-order mark some Windows tools write at the start of UTF-8 files (and ``cat`` of such files in the middle):
+outside a JSON text it is blank (RFC 8259 lets a parser ignore it), so a message is read after it."""
+
+
+def _blank_stripped(line: str) -> str:
+    return line.strip().lstrip(BOM).strip()
+
+
 def detect_framing(text: str) -> str:
     """Pick the framing of a file from its first non-blank line (see the module docstring)."""
     for line in text.split("\n"):
-        stripped = line.strip()
+        stripped = _blank_stripped(line)
         if not stripped:
             continue
         try:
@@ -222,7 +231,7 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
     for number, line in enumerate(_split_lines(text), start=1):
         offset = byte
         byte += len(line.encode("utf-8"))
-        body = line.strip()
+        body = _blank_stripped(line)
         if not body:
             continue
         if framing == "jsonl":
@@ -261,7 +270,7 @@ def _frame_documents(text: str, *, base: dict[str, Any]) -> Iterator[dict[str, A
     pos = 0
     end_text = len(text)
     while True:
-        while pos < end_text and text[pos] in " \t\r\n,":
+        while pos < end_text and text[pos] in " \t\r\n," + BOM:
             pos += 1
         if pos >= end_text:
             return
@@ -393,7 +402,10 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
         try:
             text = f.data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}); CDC JSON inputs must be UTF-8") from exc
+            utf16 = " (it starts with a UTF-16 byte-order mark: save it as UTF-8)" if f.data[:2] in (
+                b"\xff\xfe", b"\xfe\xff") else ""
+            raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}){utf16}; CDC JSON inputs must be "
+                             "UTF-8") from exc
         records = list(frame_messages(text, framing=framing, input_uri=f.uri, file_index=file_index))
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
         raw_key = f"batches/{batch_id}/part-{file_index:05d}.jsonl"

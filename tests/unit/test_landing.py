@@ -187,6 +187,24 @@ def test_json_array_of_messages_is_one_message_per_element() -> None:
     assert [(r["line"], r["byte_offset"]) for r in records] == [(2, 1)] * 3
 
 
+@pytest.mark.parametrize("text", [
+    '{"id": 1}\n{"id": 2}\n',  # JSON Lines
+    '[{"id": 1},\n {"id": 2}]\n',  # an array
+    '{\n  "id": 1\n}\n{\n  "id": 2\n}\n',  # pretty-printed documents
+    '{"topic": "t", "offset": 1, "payload": "{\\"id\\": 1}"}\n{"topic": "t", "offset": 2, "payload": "{\\"id\\": 2}"}\n',
+])
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_message(text: str) -> None:
+    # Windows tools write UTF-8 with a BOM; `cat` of two such files puts one in the middle. RFC 8259 lets a parser
+    # ignore it: the messages are read whole, and the framing is the one the text has without it.
+    plain = frame(text)
+    for marked in ("\ufeff" + text, "\ufeff" + text + "\ufeff" + text):
+        records = frame(marked)
+        assert [(r["value"], r["error"], r["framing"]) for r in records] == [
+            (r["value"], None, r["framing"]) for r in plain * marked.count("\ufeff")]
+        assert records[0]["line"] == 1
+        assert marked.encode("utf-8")[records[0]["byte_offset"]:].lstrip(b"\xef\xbb\xbf\n[ ").startswith(b"{")
+
+
 def test_json_array_of_kcat_envelopes_is_framed_as_kcat() -> None:
     text = json.dumps([
         {"topic": "t", "partition": 0, "offset": 5, "ts": 9, "key": None, "payload": '{"op":"d"}'},
@@ -266,6 +284,16 @@ def test_non_utf8_input_is_an_input_error_naming_the_file(local_lake: LakeSettin
         pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(bad)])
     assert str(bad) in str(info.value)
     assert "not UTF-8" in str(info.value)
+    assert list_batches(local_lake, SOURCE) == []
+
+
+def test_a_utf16_input_is_an_input_error_saying_so(local_lake: LakeSettings, tmp_path: Path) -> None:
+    bad = tmp_path / "powershell.json"  # Windows PowerShell 5's `>` writes UTF-16LE with a byte-order mark
+    bad.write_bytes('{"id": 1}\n'.encode("utf-16"))
+
+    with pytest.raises(InputError, match="UTF-16 byte-order mark: save it as UTF-8") as info:
+        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(bad)])
+    assert str(bad) in str(info.value)
     assert list_batches(local_lake, SOURCE) == []
 
 
