@@ -1,6 +1,7 @@
 """Landing: input files -> an immutable micro-batch in the raw zone, with a manifest.
 
-Input framings (``framing="auto"`` picks one per file from its first non-blank line):
+Inputs are UTF-8 text, optionally gzip-compressed (told by the content, not the name). Input framings
+(``framing="auto"`` picks one per file from its first non-blank line):
 
 - ``jsonl``: one message value per line.
 - ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
@@ -23,10 +24,12 @@ Batch ids are zero-padded sequence numbers per source, so they sort in landing o
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import json
 import logging
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -40,6 +43,7 @@ log = logging.getLogger(__name__)
 
 FRAMINGS = ("auto", "jsonl", "kcat", "json")
 BATCH_ID_WIDTH = 8
+GZIP_MAGIC = b"\x1f\x8b"
 _RESYNC = re.compile(r"^[{\[]", re.MULTILINE)
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 """A source name as a directory of the raw zone and staging: no path separator, not ``.`` or ``..``. Source
@@ -304,6 +308,28 @@ def _document_record(doc: Any, *, base: dict[str, Any], index: int, line: int, o
                    value=raw if raw is not None else json.dumps(doc, ensure_ascii=False))
 
 
+def _input_text(f: InputFile) -> str:
+    """An input's text: UTF-8, gzip-compressed or not (Kafka Connect's S3 sink with ``s3.compression.type=gzip``
+    writes ``.json.gz`` objects; lines and byte offsets are then those of the decompressed text).
+
+    Raises:
+        InputError: Not UTF-8 (saying so when it is UTF-16), or a gzip stream that does not decompress.
+    """
+    data = f.data
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"{f.uri}: gzip-compressed but does not decompress ({exc})") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        utf16 = " (it starts with a UTF-16 byte-order mark: save it as UTF-8)" if data[:2] in (
+            b"\xff\xfe", b"\xfe\xff") else ""
+        raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}){utf16}; CDC JSON inputs must be "
+                         "UTF-8") from exc
+
+
 def _next_batch_id(store: ObjectStore) -> Iterator[str]:
     """Candidate batch ids after the highest claimed one; callers claim them with put-if-absent."""
     highest = 0
@@ -399,14 +425,7 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
     entries = []
     total = 0
     for file_index, f in enumerate(fresh):
-        try:
-            text = f.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            utf16 = " (it starts with a UTF-16 byte-order mark: save it as UTF-8)" if f.data[:2] in (
-                b"\xff\xfe", b"\xfe\xff") else ""
-            raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}){utf16}; CDC JSON inputs must be "
-                             "UTF-8") from exc
-        records = list(frame_messages(text, framing=framing, input_uri=f.uri, file_index=file_index))
+        records = list(frame_messages(_input_text(f), framing=framing, input_uri=f.uri, file_index=file_index))
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
         raw_key = f"batches/{batch_id}/part-{file_index:05d}.jsonl"
         store.write_bytes(raw_key, body)

@@ -7,6 +7,7 @@ independent boto3 client rather than through cdclake's store.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -191,7 +192,8 @@ def test_json_array_of_messages_is_one_message_per_element() -> None:
     '{"id": 1}\n{"id": 2}\n',  # JSON Lines
     '[{"id": 1},\n {"id": 2}]\n',  # an array
     '{\n  "id": 1\n}\n{\n  "id": 2\n}\n',  # pretty-printed documents
-    '{"topic": "t", "offset": 1, "payload": "{\\"id\\": 1}"}\n{"topic": "t", "offset": 2, "payload": "{\\"id\\": 2}"}\n',
+    '{"topic": "t", "offset": 1, "payload": "{\\"id\\": 1}"}\n'  # kcat -J
+    '{"topic": "t", "offset": 2, "payload": "{\\"id\\": 2}"}\n',
 ])
 def test_a_utf8_byte_order_mark_is_not_part_of_the_first_message(text: str) -> None:
     # Windows tools write UTF-8 with a BOM; `cat` of two such files puts one in the middle. RFC 8259 lets a parser
@@ -428,6 +430,42 @@ def test_s3_inbox_lands_as_a_batch_with_a_manifest(s3_lake: LakeSettings, bucket
     assert json.loads(bucket.get(f"raw/shop/landed/{sha(A_JSONL)}.json")) == {
         "batch_id": "00000001", "input": f"s3://{bucket.name}/inbox/a.jsonl"}
     assert list_batches(s3_lake, SOURCE) == ["00000001"]
+
+
+def test_gzip_objects_of_a_kafka_connect_s3_sink_land_as_their_text(s3_lake: LakeSettings, bucket: Bucket) -> None:
+    # Kafka Connect's S3 sink (JsonFormat, s3.compression.type=gzip) writes one gzip object of JSON lines per
+    # partition range, named by topic, partition and first offset.
+    prefix = "inbox/topics/dbserver1.inventory.customers/partition=0/dbserver1.inventory.customers+0+"
+    first, second = A_JSONL, B_JSON
+    packed = gzip.compress(first.encode())
+    bucket.client.put_object(Bucket=bucket.name, Key=prefix + "0000000000.json.gz", Body=packed)
+    # a stream of two gzip members (a writer that appended) is one text
+    body = gzip.compress(second[:20].encode()) + gzip.compress(second[20:].encode())
+    bucket.client.put_object(Bucket=bucket.name, Key=prefix + "0000000003.json.gz", Body=body)
+
+    result = land_inbox(s3_lake, bucket)
+
+    assert (result.batch_id, result.message_count) == ("00000001", 6)
+    manifest = read_manifest(s3_lake, SOURCE, "00000001")
+    assert [(f["framing"], f["messages"], f["broken"]) for f in manifest["files"]] == [("jsonl", 3, 0), ("json", 3, 1)]
+    assert [f["sha256"] for f in manifest["files"]] == [
+        hashlib.sha256(packed).hexdigest(), hashlib.sha256(body).hexdigest()]
+    raw = [json.loads(line) for path in batch_raw_paths(s3_lake, SOURCE, "00000001")
+           for line in Path(path).read_text().splitlines()]
+    assert [r["value"] for r in raw[:3]] == [line for line in first.splitlines() if line]
+    assert [(r["line"], r["byte_offset"]) for r in raw[:3]] == [
+        (1, 0), (3, offset_of(first, '{"op": "u"')), (4, offset_of(first, '{"op": "d"'))]
+    assert [r["value"] for r in raw] == [r["value"] for r in frame(first) + frame(second)]
+
+
+def test_a_gzip_input_cut_short_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path) -> None:
+    cut = tmp_path / "part.json.gz"
+    cut.write_bytes(gzip.compress(A_JSONL.encode())[:-6])
+
+    with pytest.raises(InputError, match="gzip-compressed but does not decompress") as info:
+        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(cut)])
+    assert str(cut) in str(info.value)
+    assert list_batches(local_lake, SOURCE) == []
 
 
 def test_raw_records_downloaded_locally_hold_every_message(s3_lake: LakeSettings, bucket: Bucket) -> None:
