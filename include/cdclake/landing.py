@@ -1,6 +1,7 @@
 """Landing: input files -> an immutable micro-batch in the raw zone, with a manifest.
 
-Inputs are UTF-8 text, optionally gzip-compressed (told by the content, not the name). Input framings
+Inputs are UTF-8 text (or UTF-16 with its byte-order mark), optionally gzip-compressed (told by the content, not
+the name); a message holding bytes that are not UTF-8 is kept as a broken message saying where. Input framings
 (``framing="auto"`` picks one per file from its first non-blank line):
 
 - ``jsonl``: one message value per line.
@@ -191,7 +192,7 @@ class _Lines:
     def at(self, char: int) -> tuple[int, int]:
         chunk = self.text[self.char:char]
         self.line += chunk.count("\n")
-        self.byte += len(chunk.encode("utf-8"))
+        self.byte += len(chunk.encode("utf-8", "surrogateescape"))
         self.char = char
         return self.line, self.byte
 
@@ -234,7 +235,7 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
     byte = 0
     for number, line in enumerate(_split_lines(text), start=1):
         offset = byte
-        byte += len(line.encode("utf-8"))
+        byte += len(line.encode("utf-8", "surrogateescape"))
         body = _blank_stripped(line)
         if not body:
             continue
@@ -310,10 +311,13 @@ def _document_record(doc: Any, *, base: dict[str, Any], index: int, line: int, o
 
 def _input_text(f: InputFile) -> str:
     """An input's text: UTF-8, gzip-compressed or not (Kafka Connect's S3 sink with ``s3.compression.type=gzip``
-    writes ``.json.gz`` objects; lines and byte offsets are then those of the decompressed text).
+    writes ``.json.gz`` objects; lines and byte offsets are then those of the decompressed text), or UTF-16 with
+    its byte-order mark (byte offsets are then those of its UTF-8 text). Bytes that are not UTF-8 become
+    :data:`_UNDECODABLE` characters, so the messages holding them are quarantined (:func:`_mark_undecodable`) and
+    the rest of the file lands.
 
     Raises:
-        InputError: Not UTF-8 (saying so when it is UTF-16), or a gzip stream that does not decompress.
+        InputError: A gzip stream that does not decompress.
     """
     data = f.data
     if data[:2] == GZIP_MAGIC:
@@ -321,13 +325,41 @@ def _input_text(f: InputFile) -> str:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"{f.uri}: gzip-compressed but does not decompress ({exc})") from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        utf16 = " (it starts with a UTF-16 byte-order mark: save it as UTF-8)" if data[:2] in (
-            b"\xff\xfe", b"\xfe\xff") else ""
-        raise InputError(f"{f.uri}: not UTF-8 text (byte {exc.start}){utf16}; CDC JSON inputs must be "
-                         "UTF-8") from exc
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass  # not UTF-16 after all: read as UTF-8, where those two bytes are undecodable
+    return data.decode("utf-8", "surrogateescape")
+
+
+_UNDECODABLE = re.compile("[\ud800-\udfff]")
+"""A character no UTF-8 text holds: an input byte that is not UTF-8 (``surrogateescape`` maps byte ``b`` to
+U+DC00+b), or a lone surrogate a JSON escape spelled (an array element or kcat payload, once parsed)."""
+
+
+def _mark_undecodable(record: dict[str, Any]) -> dict[str, Any]:
+    """A raw record whose key or value holds :data:`_UNDECODABLE` characters gets an error saying where (the record
+    is quarantined by normalization). To be stored as UTF-8, an undecodable byte is written ``\\xHH``, which no JSON
+    text holds (a replay of the message is quarantined again, never applied with a changed value), and a lone
+    surrogate U+FFFD."""
+    for field in ("key", "value"):
+        text = record[field]
+        found = _UNDECODABLE.search(text) if isinstance(text, str) else None
+        if found is None:
+            continue
+        code = ord(found.group())
+        what = f"byte 0x{code - 0xDC00:02X}" if _is_byte(code) else f"lone surrogate U+{code:04X}"
+        record[field] = _UNDECODABLE.sub(
+            lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}" if _is_byte(ord(m.group())) else "\ufffd", text)
+        record["error"] = record["error"] or (
+            f"not UTF-8 text: {what} at character {found.start()} of the message {field} (stored as \\xHH; the "
+            "input's encoding is not UTF-8: fix it at the producer, then land the message again)")
+    return record
+
+
+def _is_byte(code: int) -> bool:
+    return 0xDC80 <= code <= 0xDCFF
 
 
 def _next_batch_id(store: ObjectStore) -> Iterator[str]:
@@ -425,7 +457,8 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
     entries = []
     total = 0
     for file_index, f in enumerate(fresh):
-        records = list(frame_messages(_input_text(f), framing=framing, input_uri=f.uri, file_index=file_index))
+        records = [_mark_undecodable(r) for r in frame_messages(_input_text(f), framing=framing, input_uri=f.uri,
+                                                                 file_index=file_index)]
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
         raw_key = f"batches/{batch_id}/part-{file_index:05d}.jsonl"
         store.write_bytes(raw_key, body)

@@ -77,3 +77,31 @@ def test_a_batch_read_as_the_wrong_format_says_so_beside_its_summary(tmp_path: P
             f"`cdclake quarantine list --lake {lake} --batch 00000001` shows why)") in applied.stderr
     (held,) = lines(cli("quarantine", "list", "--lake", lake, "--batch", "1"))
     assert "debezium" in held["reason"], held["reason"]
+
+
+def test_a_message_that_is_not_utf8_is_held_with_where_and_the_rest_applies(tmp_path: Path) -> None:
+    # A producer that wrote one message in Latin-1: that message is held, saying which byte; the others apply.
+    # A replay cannot recover the byte, so it holds the message again rather than apply a changed value.
+    lake = str(tmp_path / "lake")
+    stream = tmp_path / "latin1.jsonl"
+    stream.write_bytes("\n".join([
+        '{"before":null,"after":{"id":1,"name":"Ann"},"source":{"db":"d","schema":"s","table":"t","lsn":10},"op":"c"}',
+        '{"before":null,"after":{"id":2,"name":"Zoë"},"source":{"db":"d","schema":"s","table":"t","lsn":11},"op":"c"}',
+        '{"before":null,"after":{"id":3,"name":"Eve"},"source":{"db":"d","schema":"s","table":"t","lsn":12},"op":"c"}',
+    ]).encode("latin-1"))
+
+    (applied,) = lines(cli("apply", "--format", "debezium", "--input", str(stream), "--lake", lake, "--key", "s.t=id"))
+    assert (applied["quarantined"], applied["tables"]["s.t"]["rows"]) == (1, 2)
+    assert sorted((r["id"], r["name"]) for r in lines(cli("dump", "--lake", lake, "--table", "s.t"))) == [
+        (1, "Ann"), (3, "Eve")]
+    (held,) = lines(cli("quarantine", "list", "--lake", lake))
+    assert held["reason"].startswith("unframed message: not UTF-8 text: byte 0xEB at character 41 of the message "
+                                     "value"), held["reason"]
+    assert (held["line"], held["byte_offset"]) == (2, 109)
+    assert '"name":"Zo\\xEB"' in held["value"]
+
+    (replayed,) = lines(cli("quarantine", "replay", "--lake", lake, "--key", "s.t=id"))
+    assert (replayed["replayed"], replayed["batches"][0]["quarantined"]) == (1, 1)
+    (again,) = lines(cli("quarantine", "list", "--lake", lake))
+    assert "not valid JSON" in again["reason"] and again["value"] == held["value"]
+    assert len(lines(cli("dump", "--lake", lake, "--table", "s.t"))) == 2

@@ -278,25 +278,41 @@ def local_lake(tmp_path: Path) -> LakeSettings:
     return LakeSettings.from_env(tmp_path / "lake", env={})
 
 
-def test_non_utf8_input_is_an_input_error_naming_the_file(local_lake: LakeSettings, tmp_path: Path) -> None:
-    bad = tmp_path / "latin1.json"
-    bad.write_bytes('{"name": "Zoë"}\n'.encode("latin-1"))
+def test_a_message_that_is_not_utf8_is_a_broken_message_and_the_rest_of_the_file_lands(
+        local_lake: LakeSettings, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"id": 1}\n{"name": "Zoë"}\n{"id": 3, "name": "Eve"}\n'.encode("latin-1"))
+    array = tmp_path / "array.json"  # the same byte in an array element, and a lone surrogate spelled as an escape
+    array.write_bytes(b'[{"id": 4}, {"name": "Zo\xeb"}, {"name": "\\ud800"}]')
 
-    with pytest.raises(InputError) as info:
-        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(bad)])
-    assert str(bad) in str(info.value)
-    assert "not UTF-8" in str(info.value)
-    assert list_batches(local_lake, SOURCE) == []
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(latin1), str(array)])
+
+    assert (landed.batch_id, landed.message_count) == ("00000001", 6)
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, "00000001")
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [(r["line"], r["byte_offset"]) for r in raw[:3]] == [(1, 0), (2, 10), (3, 26)]
+    assert [r["value"] for r in raw] == [
+        '{"id": 1}', '{"name": "Zo\\xEB"}', '{"id": 3, "name": "Eve"}',
+        '{"id": 4}', '{"name": "Zo\\xEB"}', '{"name": "\ufffd"}']
+    fix = "the input's encoding is not UTF-8: fix it at the producer, then land the message again"
+    assert [r["error"] for r in raw] == [
+        None, f"not UTF-8 text: byte 0xEB at character 12 of the message value (stored as \\xHH; {fix})", None,
+        None, f"not UTF-8 text: byte 0xEB at character 12 of the message value (stored as \\xHH; {fix})",
+        f"not UTF-8 text: lone surrogate U+D800 at character 10 of the message value (stored as \\xHH; {fix})"]
+    manifest = read_manifest(local_lake, SOURCE, "00000001")
+    assert [f["broken"] for f in manifest["files"]] == [1, 2]
 
 
-def test_a_utf16_input_is_an_input_error_saying_so(local_lake: LakeSettings, tmp_path: Path) -> None:
-    bad = tmp_path / "powershell.json"  # Windows PowerShell 5's `>` writes UTF-16LE with a byte-order mark
-    bad.write_bytes('{"id": 1}\n'.encode("utf-16"))
+def test_a_utf16_input_with_its_byte_order_mark_is_read_as_text(local_lake: LakeSettings, tmp_path: Path) -> None:
+    exported = tmp_path / "powershell.json"  # Windows PowerShell 5's `>` writes UTF-16LE with a byte-order mark
+    exported.write_bytes('{"id": 1, "name": "Zoë"}\r\n{"id": 2}\r\n'.encode("utf-16"))
 
-    with pytest.raises(InputError, match="UTF-16 byte-order mark: save it as UTF-8") as info:
-        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(bad)])
-    assert str(bad) in str(info.value)
-    assert list_batches(local_lake, SOURCE) == []
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(exported)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [(r["value"], r["error"], r["line"]) for r in raw] == [
+        ('{"id": 1, "name": "Zoë"}', None, 1), ('{"id": 2}', None, 2)]
 
 
 def test_missing_input_path_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path) -> None:
