@@ -339,23 +339,36 @@ U+DC00+b), or a lone surrogate a JSON escape spelled (an array element or kcat p
 
 
 def _mark_undecodable(record: dict[str, Any]) -> dict[str, Any]:
-    """A raw record whose key or value holds :data:`_UNDECODABLE` characters gets an error saying where (the record
-    is quarantined by normalization). To be stored as UTF-8, an undecodable byte is written ``\\xHH``, which no JSON
-    text holds (a replay of the message is quarantined again, never applied with a changed value), and a lone
-    surrogate U+FFFD."""
-    for field in ("key", "value"):
-        text = record[field]
+    """A raw record whose key, value, topic or headers hold :data:`_UNDECODABLE` characters gets an error saying
+    where (the record is quarantined by normalization). To be stored as UTF-8, an undecodable byte is written
+    ``\\xHH``, which no JSON text holds (a replay of the message is quarantined again, never applied with a changed
+    value), and a lone surrogate U+FFFD."""
+    texts = {"key": record["key"], "value": record["value"], "topic": record["topic"],
+             **{f"header {name!r}": text for name, text in (record["headers"] or {}).items()}}
+    for field, text in texts.items():
         found = _UNDECODABLE.search(text) if isinstance(text, str) else None
         if found is None:
             continue
         code = ord(found.group())
-        what = f"byte 0x{code - 0xDC00:02X}" if _is_byte(code) else f"lone surrogate U+{code:04X}"
-        record[field] = _UNDECODABLE.sub(
-            lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}" if _is_byte(ord(m.group())) else "\ufffd", text)
-        record["error"] = record["error"] or (
-            f"not UTF-8 text: {what} at character {found.start()} of the message {field} (stored as \\xHH; the "
-            "input's encoding is not UTF-8: fix it at the producer, then land the message again)")
+        if record["error"] is None:
+            what = (f"byte 0x{code - 0xDC00:02X}" if _is_byte(code)
+                    else f"lone surrogate U+{code:04X} (a JSON escape of half a character)")
+            stored = r"\xHH" if _is_byte(code) else "U+FFFD"
+            record["error"] = (f"not UTF-8 text: {what} at character {found.start()} of the message {field} (stored "
+                               f"as {stored}; the input's encoding is not UTF-8: fix it at the producer, then land "
+                               "the message again)")
+        if field in ("key", "value", "topic"):
+            record[field] = _printable(text)
+    if record["headers"]:
+        record["headers"] = {_printable(name): None if text is None else _printable(text)
+                             for name, text in record["headers"].items()}
     return record
+
+
+def _printable(text: str) -> str:
+    """``text`` with each :data:`_UNDECODABLE` character written ``\\xHH`` (a byte) or U+FFFD (a lone surrogate)."""
+    return _UNDECODABLE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}" if _is_byte(ord(m.group())) else "\ufffd",
+                            text)
 
 
 def _is_byte(code: int) -> bool:

@@ -298,9 +298,25 @@ def test_a_message_that_is_not_utf8_is_a_broken_message_and_the_rest_of_the_file
     assert [r["error"] for r in raw] == [
         None, f"not UTF-8 text: byte 0xEB at character 12 of the message value (stored as \\xHH; {fix})", None,
         None, f"not UTF-8 text: byte 0xEB at character 12 of the message value (stored as \\xHH; {fix})",
-        f"not UTF-8 text: lone surrogate U+D800 at character 10 of the message value (stored as \\xHH; {fix})"]
+        f"not UTF-8 text: lone surrogate U+D800 (a JSON escape of half a character) at character 10 of the message "
+        f"value (stored as U+FFFD; {fix})"]
     manifest = read_manifest(local_lake, SOURCE, "00000001")
     assert [f["broken"] for f in manifest["files"]] == [1, 2]
+
+
+def test_kcat_envelope_fields_that_are_not_utf8_make_the_message_broken_not_the_landing(
+        local_lake: LakeSettings, tmp_path: Path) -> None:
+    dump = tmp_path / "kcat.jsonl"
+    dump.write_bytes(b'{"topic": "t\xe9", "offset": 1, "headers": ["h\xe9", "v\xe9"], "payload": "{}"}\n'
+                     b'{"topic": "t", "offset": 2, "payload": "{}"}\n')
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(dump)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [(r["topic"], r["headers"], r["error"] is None) for r in raw] == [
+        ("t\\xE9", {"h\\xE9": "v\\xE9"}, False), ("t", None, True)]
+    assert raw[0]["error"].startswith("not UTF-8 text: byte 0xE9 at character 1 of the message topic")
 
 
 def test_a_utf16_input_with_its_byte_order_mark_is_read_as_text(local_lake: LakeSettings, tmp_path: Path) -> None:
