@@ -1,8 +1,9 @@
 """Landing: input files -> an immutable micro-batch in the raw zone, with a manifest.
 
-Inputs are UTF-8 text (or UTF-16 with its byte-order mark), optionally gzip-compressed (told by the content, not
-the name); a message holding bytes that are not UTF-8 is kept as a broken message saying where. Input framings
-(``framing="auto"`` picks one per file from its first non-blank line):
+Inputs are UTF-8 text (or UTF-16 with its byte-order mark), optionally gzip- or zstd-compressed (told by the
+content, not the name); a message holding bytes that are not UTF-8 is kept as a broken message saying where.
+
+Input framings (``framing="auto"`` picks one per file from its first non-blank line):
 
 - ``jsonl``: one message value per line.
 - ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 FRAMINGS = ("auto", "jsonl", "kcat", "json")
 BATCH_ID_WIDTH = 8
 GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _RESYNC = re.compile(r"^[{\[]", re.MULTILINE)
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 """A source name as a directory of the raw zone and staging: no path separator, not ``.`` or ``..``. Source
@@ -310,14 +312,14 @@ def _document_record(doc: Any, *, base: dict[str, Any], index: int, line: int, o
 
 
 def _input_text(f: InputFile) -> str:
-    """An input's text: UTF-8, gzip-compressed or not (Kafka Connect's S3 sink with ``s3.compression.type=gzip``
-    writes ``.json.gz`` objects; lines and byte offsets are then those of the decompressed text), or UTF-16 with
+    """An input's text: UTF-8, gzip- or zstd-compressed or not (Kafka Connect's S3 sinks write ``.json.gz`` or
+    ``.json.zst`` objects; lines and byte offsets are then those of the decompressed text), or UTF-16 with
     its byte-order mark (byte offsets are then those of its UTF-8 text). Bytes that are not UTF-8 become
     :data:`_UNDECODABLE` characters, so the messages holding them are quarantined (:func:`_mark_undecodable`) and
     the rest of the file lands.
 
     Raises:
-        InputError: A gzip stream that does not decompress.
+        InputError: A gzip or zstd stream that does not decompress.
     """
     data = f.data
     if data[:2] == GZIP_MAGIC:
@@ -325,12 +327,32 @@ def _input_text(f: InputFile) -> str:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"{f.uri}: gzip-compressed but does not decompress ({exc})") from exc
+    elif data[:4] == ZSTD_MAGIC:
+        data = _zstd_decompressed(f.uri, data)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError:
             pass  # not UTF-16 after all: read as UTF-8, where those two bytes are undecodable
     return data.decode("utf-8", "surrogateescape")
+
+
+def _zstd_decompressed(uri: str, data: bytes) -> bytes:
+    """Every zstd frame of ``data``, decompressed; one cut short is an error (zstd's stream reader would return what
+    it has)."""
+    import zstandard  # a dependency of pyiceberg
+
+    out, rest = [], data
+    try:
+        while rest:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out.append(frame.decompress(rest))
+            if not frame.eof:
+                raise InputError(f"{uri}: zstd-compressed but cut short (its last frame does not end)")
+            rest = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise InputError(f"{uri}: zstd-compressed but does not decompress ({exc})") from exc
+    return b"".join(out)
 
 
 _UNDECODABLE = re.compile("[\ud800-\udfff]")

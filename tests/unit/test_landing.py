@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from cdclake import pipeline
 from cdclake.exceptions import InputError
@@ -488,6 +489,33 @@ def test_gzip_objects_of_a_kafka_connect_s3_sink_land_as_their_text(s3_lake: Lak
     assert [(r["line"], r["byte_offset"]) for r in raw[:3]] == [
         (1, 0), (3, offset_of(first, '{"op": "u"')), (4, offset_of(first, '{"op": "d"'))]
     assert [r["value"] for r in raw] == [r["value"] for r in frame(first) + frame(second)]
+
+
+def test_zstd_inputs_of_several_frames_land_as_their_text(local_lake: LakeSettings, tmp_path: Path) -> None:
+    # Aiven's S3 sink writes zstd (`file.compression.type=zstd`); a writer that appended makes several frames, some
+    # without their content size.
+    packed = tmp_path / "topic-0-0000000000.json.zst"
+    packed.write_bytes(zstandard.ZstdCompressor(write_content_size=False).compress(A_JSONL[:30].encode())
+                       + zstandard.ZstdCompressor().compress(A_JSONL[30:].encode()))
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(packed)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [(r["value"], r["line"], r["error"]) for r in raw] == [
+        (r["value"], r["line"], None) for r in frame(A_JSONL)]
+
+
+@pytest.mark.parametrize("cut", [1, 5])
+def test_a_zstd_input_cut_short_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path,
+                                                            cut: int) -> None:
+    packed = tmp_path / "part.json.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(A_JSONL.encode() * 50)[:-cut])
+
+    with pytest.raises(InputError, match="zstd-compressed but") as info:
+        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(packed)])
+    assert str(packed) in str(info.value)
+    assert list_batches(local_lake, SOURCE) == []
 
 
 def test_a_gzip_input_cut_short_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path) -> None:
