@@ -26,7 +26,6 @@ Batch ids are zero-padded sequence numbers per source, so they sort in landing o
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import hashlib
 import json
 import logging
@@ -34,7 +33,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from cdclake import __version__
 from cdclake.exceptions import ConfigError, InputError, StorageError
@@ -311,48 +310,49 @@ def _document_record(doc: Any, *, base: dict[str, Any], index: int, line: int, o
                    value=raw if raw is not None else json.dumps(doc, ensure_ascii=False))
 
 
-def _input_text(f: InputFile) -> str:
-    """An input's text: UTF-8, gzip- or zstd-compressed or not (Kafka Connect's S3 sinks write ``.json.gz`` or
-    ``.json.zst`` objects; lines and byte offsets are then those of the decompressed text), or UTF-16 with
-    its byte-order mark (byte offsets are then those of its UTF-8 text). Bytes that are not UTF-8 become
-    :data:`_UNDECODABLE` characters, so the messages holding them are quarantined (:func:`_mark_undecodable`) and
-    the rest of the file lands.
+def _input_text(f: InputFile) -> tuple[str, str | None]:
+    """An input's text, and why it stops early when its compressed stream does (:func:`_decompressed`).
 
-    Raises:
-        InputError: A gzip or zstd stream that does not decompress.
+    Plain, gzip- or zstd-compressed (Kafka Connect's S3 sinks write ``.json.gz`` or ``.json.zst`` objects; lines
+    and byte offsets are then those of the decompressed text); UTF-8, or UTF-16 with its byte-order mark (byte
+    offsets are then those of its UTF-8 text). Bytes that are not UTF-8 become :data:`_UNDECODABLE` characters, so
+    the messages holding them are quarantined (:func:`_mark_undecodable`) and the rest of the file lands.
     """
-    data = f.data
-    if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"{f.uri}: gzip-compressed but does not decompress ({exc})") from exc
-    elif data[:4] == ZSTD_MAGIC:
-        data = _zstd_decompressed(f.uri, data)
+    data, problem = _decompressed(f.data)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
-            return data.decode("utf-16")
+            return data.decode("utf-16"), problem
         except UnicodeDecodeError:
             pass  # not UTF-16 after all: read as UTF-8, where those two bytes are undecodable
-    return data.decode("utf-8", "surrogateescape")
+    return data.decode("utf-8", "surrogateescape"), problem
 
 
-def _zstd_decompressed(uri: str, data: bytes) -> bytes:
-    """Every zstd frame of ``data``, decompressed; one cut short is an error (zstd's stream reader would return what
-    it has)."""
-    import zstandard  # a dependency of pyiceberg
+def _decompressed(data: bytes) -> tuple[bytes, str | None]:
+    """``data``, decompressed when it is a gzip or zstd stream (told by its magic bytes), with every member or
+    frame in turn; and why the stream stops early, if it does (cut short, or damaged): the text before that point
+    is kept, as a plain file cut short keeps its first lines."""
+    if data[:2] == GZIP_MAGIC:
+        return _members(data, "gzip", lambda: zlib.decompressobj(wbits=31), zlib.error)
+    if data[:4] == ZSTD_MAGIC:
+        import zstandard  # a dependency of pyiceberg
 
-    out, rest = [], data
-    try:
-        while rest:
-            frame = zstandard.ZstdDecompressor().decompressobj()
-            out.append(frame.decompress(rest))
-            if not frame.eof:
-                raise InputError(f"{uri}: zstd-compressed but cut short (its last frame does not end)")
-            rest = frame.unused_data
-    except zstandard.ZstdError as exc:
-        raise InputError(f"{uri}: zstd-compressed but does not decompress ({exc})") from exc
-    return b"".join(out)
+        return _members(data, "zstd", lambda: zstandard.ZstdDecompressor().decompressobj(), zstandard.ZstdError)
+    return data, None
+
+
+def _members(data: bytes, kind: str, stream: Callable[[], Any], error: type[Exception]) -> tuple[bytes, str | None]:
+    out: list[bytes] = []
+    rest = data
+    while rest.strip(b"\x00"):  # (a writer may leave zero padding after the last member)
+        member = stream()
+        try:
+            out.append(member.decompress(rest))
+        except error as exc:
+            return b"".join(out), f"the {kind} stream is damaged after {sum(map(len, out))} bytes of text ({exc})"
+        if not member.eof:
+            return b"".join(out), f"the {kind} stream is cut short after {sum(map(len, out))} bytes of text"
+        rest = member.unused_data
+    return b"".join(out), None
 
 
 _UNDECODABLE = re.compile("[\ud800-\udfff]")
@@ -492,8 +492,17 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
     entries = []
     total = 0
     for file_index, f in enumerate(fresh):
-        records = [_mark_undecodable(r) for r in frame_messages(_input_text(f), framing=framing, input_uri=f.uri,
+        text, problem = _input_text(f)
+        records = [_mark_undecodable(r) for r in frame_messages(text, framing=framing, input_uri=f.uri,
                                                                  file_index=file_index)]
+        file_framing = records[0]["framing"] if records else (framing if framing != "auto" else "jsonl")
+        if problem is not None:  # a broken message for what could not be read, after the messages that could
+            log.warning("%s: %s; the messages before it land", f.uri, problem)
+            records.append(_record(
+                input=f.uri, file_index=file_index, index=len(records), line=text.count("\n") + 1,
+                byte_offset=len(text.encode("utf-8", "surrogateescape")),
+                framing=file_framing, value=f"(unreadable rest of a compressed input: {problem})",
+                error=f"{problem}: the messages before this point landed; land the whole file again"))
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
         raw_key = f"batches/{batch_id}/part-{file_index:05d}.jsonl"
         store.write_bytes(raw_key, body)
@@ -502,7 +511,7 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
             "input": f.uri,
             "sha256": f.sha256,
             "size": len(f.data),
-            "framing": records[0]["framing"] if records else (framing if framing != "auto" else "jsonl"),
+            "framing": file_framing,
             "messages": len(records),
             "broken": sum(1 for r in records if r["error"]),
             "first_line": min(lines) if lines else None,

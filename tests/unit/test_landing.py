@@ -506,26 +506,60 @@ def test_zstd_inputs_of_several_frames_land_as_their_text(local_lake: LakeSettin
         (r["value"], r["line"], None) for r in frame(A_JSONL)]
 
 
-@pytest.mark.parametrize("cut", [1, 5])
-def test_a_zstd_input_cut_short_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path,
-                                                            cut: int) -> None:
-    packed = tmp_path / "part.json.zst"
-    packed.write_bytes(zstandard.ZstdCompressor().compress(A_JSONL.encode() * 50)[:-cut])
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_compressed_input_cut_short_lands_what_it_holds_and_a_broken_message_for_the_rest(
+        local_lake: LakeSettings, tmp_path: Path, kind: str) -> None:
+    # A writer that died mid-file: the lines before the cut land (as a plain file cut short does), the line the
+    # cut falls in is a message that is not JSON, and the rest is a broken message saying what happened.
+    # (hashes: text that does not compress to less than zstd's 128 KB block, so the cut leaves whole blocks)
+    text = "".join(f'{{"op": "c", "id": {i}, "note": "{hashlib.sha256(str(i).encode()).hexdigest()}"}}\n'
+                   for i in range(20000))
+    packed = (gzip.compress(text.encode(), mtime=0) if kind == "gzip"
+              else zstandard.ZstdCompressor().compress(text.encode()))
+    cut = tmp_path / f"part.json.{kind}"
+    cut.write_bytes(packed[:len(packed) // 2])
 
-    with pytest.raises(InputError, match="zstd-compressed but") as info:
-        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(packed)])
-    assert str(packed) in str(info.value)
-    assert list_batches(local_lake, SOURCE) == []
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(cut)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    *whole, last, rest = raw
+    lines = text.splitlines()
+    assert len(whole) > 100
+    assert [r["value"] for r in whole] == lines[:len(whole)]
+    assert all(r["error"] is None for r in whole)
+    assert lines[len(whole)].startswith(last["value"]) and last["value"] != lines[len(whole)]
+    assert rest["error"].startswith(f"the {kind} stream is cut short after ")
+    assert rest["error"].endswith(": the messages before this point landed; land the whole file again")
+    assert rest["line"] == len(whole) + 1
+    assert rest["byte_offset"] == sum(len(line) + 1 for line in lines[:len(whole)]) + len(last["value"])
+    with pytest.raises(ValueError):
+        json.loads(rest["value"])  # a replay holds it again
+    assert read_manifest(local_lake, SOURCE, landed.batch_id)["files"][0]["broken"] == 1
 
 
-def test_a_gzip_input_cut_short_is_an_input_error_naming_it(local_lake: LakeSettings, tmp_path: Path) -> None:
-    cut = tmp_path / "part.json.gz"
-    cut.write_bytes(gzip.compress(A_JSONL.encode())[:-6])
+def test_a_damaged_gzip_input_lands_its_earlier_members(local_lake: LakeSettings, tmp_path: Path) -> None:
+    damaged = tmp_path / "part.json.gz"
+    good = gzip.compress(A_JSONL.encode(), mtime=0)
+    bad = bytearray(gzip.compress(B_JSON.encode(), mtime=0))
+    bad[12:20] = b"\xff" * 8  # inside the deflate data
+    damaged.write_bytes(good + bytes(bad) + b"\x00" * 16)
 
-    with pytest.raises(InputError, match="gzip-compressed but does not decompress") as info:
-        pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(cut)])
-    assert str(cut) in str(info.value)
-    assert list_batches(local_lake, SOURCE) == []
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(damaged)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [r["value"] for r in raw[:3]] == [r["value"] for r in frame(A_JSONL)]
+    assert raw[-1]["error"].startswith(f"the gzip stream is damaged after {len(A_JSONL.encode())} bytes of text (")
+
+
+def test_zero_padding_after_the_last_gzip_member_is_not_data(local_lake: LakeSettings, tmp_path: Path) -> None:
+    padded = tmp_path / "part.json.gz"
+    padded.write_bytes(gzip.compress(A_JSONL.encode(), mtime=0) + b"\x00" * 512)
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(padded)])
+
+    assert read_manifest(local_lake, SOURCE, landed.batch_id)["files"][0]["broken"] == 0
 
 
 def test_raw_records_downloaded_locally_hold_every_message(s3_lake: LakeSettings, bucket: Bucket) -> None:
