@@ -46,7 +46,7 @@ FRAMINGS = ("auto", "jsonl", "kcat", "json")
 BATCH_ID_WIDTH = 8
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_RESYNC = re.compile(r"^[{\[]", re.MULTILINE)
+_RESYNC = re.compile(r"^\ufeff*[{\[]", re.MULTILINE)
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 """A source name as a directory of the raw zone and staging: no path separator, not ``.`` or ``..``. Source
 files' names are stricter (:data:`cdclake.config.SOURCE_NAME`)."""
@@ -169,12 +169,15 @@ def _headers(raw: Any) -> dict[str, str | None] | None:
     """kcat -J headers: a flat [name, value, ...] list (or an object) -> {name: value}."""
     if raw is None:
         return None
-    if isinstance(raw, dict):
-        return {str(k): (None if v is None else str(v)) for k, v in raw.items()}
-    if isinstance(raw, list):
-        it = iter(raw)
-        return {str(k): (None if v is None else str(v)) for k, v in zip(it, it)}
-    return None
+    pairs = raw.items() if isinstance(raw, dict) else zip(*[iter(raw)] * 2) if isinstance(raw, list) else None
+    if pairs is None:
+        return None
+    return {_header_text(k): (None if v is None else _header_text(v)) for k, v in pairs}
+
+
+def _header_text(value: Any) -> str:
+    """A header name or value as text; one that is not a string keeps its JSON text (and every character of it)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _record(**fields: Any) -> dict[str, Any]:
@@ -193,7 +196,7 @@ class _Lines:
     def at(self, char: int) -> tuple[int, int]:
         chunk = self.text[self.char:char]
         self.line += chunk.count("\n")
-        self.byte += len(chunk.encode("utf-8", "surrogateescape"))
+        self.byte += _utf8_length(chunk)
         self.char = char
         return self.line, self.byte
 
@@ -236,7 +239,7 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
     byte = 0
     for number, line in enumerate(_split_lines(text), start=1):
         offset = byte
-        byte += len(line.encode("utf-8", "surrogateescape"))
+        byte += _utf8_length(line)
         body = _blank_stripped(line)
         if not body:
             continue
@@ -263,7 +266,7 @@ def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offs
         offset=doc.get("offset"),
         timestamp=doc.get("ts"),
         headers=_headers(doc.get("headers")),
-        key=key if key is None or isinstance(key, str) else json.dumps(key),
+        key=key if key is None or isinstance(key, str) else json.dumps(key, ensure_ascii=False),
         value=doc.get("payload"),
     )
 
@@ -320,39 +323,55 @@ def _input_text(f: InputFile) -> tuple[str, str | None]:
     """
     data, problem = _decompressed(f.data)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        try:
-            return data.decode("utf-16"), problem
-        except UnicodeDecodeError:
-            pass  # not UTF-16 after all: read as UTF-8, where those two bytes are undecodable
+        # (a lone surrogate stays, and makes its message broken; an odd last byte is half a character)
+        text = data[:len(data) - len(data) % 2].decode("utf-16", "surrogatepass")
+        if len(data) % 2:
+            problem = problem or "the UTF-16 text ends in half a character"
+        return text, problem
     return data.decode("utf-8", "surrogateescape"), problem
 
 
 def _decompressed(data: bytes) -> tuple[bytes, str | None]:
-    """``data``, decompressed when it is a gzip or zstd stream (told by its magic bytes), with every member or
-    frame in turn; and why the stream stops early, if it does (cut short, or damaged): the text before that point
-    is kept, as a plain file cut short keeps its first lines."""
+    """``data``, decompressed when it is a gzip or zstd stream (told by its magic bytes, or zstd's skippable frame
+    as pzstd starts one), with every member or frame in turn; and why the stream stops early, if it does (cut
+    short, or damaged): the text before that point is kept, as a plain file cut short keeps its first lines."""
     if data[:2] == GZIP_MAGIC:
         return _members(data, "gzip", lambda: zlib.decompressobj(wbits=31), zlib.error)
-    if data[:4] == ZSTD_MAGIC:
+    if data[:4] == ZSTD_MAGIC or (data[1:4] == b"\x2a\x4d\x18" and data[0] & 0xF0 == 0x50):
         import zstandard  # a dependency of pyiceberg
 
         return _members(data, "zstd", lambda: zstandard.ZstdDecompressor().decompressobj(), zstandard.ZstdError)
     return data, None
 
 
+_CHUNK = 1 << 20
+_BETWEEN_MEMBERS = b"\x00 \t\r\n"
+"""Bytes a writer may leave between or after compressed members (zero padding, a newline)."""
+
+
 def _members(data: bytes, kind: str, stream: Callable[[], Any], error: type[Exception]) -> tuple[bytes, str | None]:
+    # Fed in chunks, so that each member's leftover input (unused_data) is at most a chunk, not the file's rest.
     out: list[bytes] = []
-    rest = data
-    while rest.strip(b"\x00"):  # (a writer may leave zero padding after the last member)
-        member = stream()
+    view = memoryview(data)
+    pos, member = 0, None
+    while True:
+        if member is None:
+            while pos < len(data) and data[pos] in _BETWEEN_MEMBERS:
+                pos += 1
+            if pos >= len(data):
+                return b"".join(out), None
+            member = stream()
+        chunk = view[pos:pos + _CHUNK]
+        pos += len(chunk)
         try:
-            out.append(member.decompress(rest))
+            out.append(member.decompress(chunk))
         except error as exc:
-            return b"".join(out), f"the {kind} stream is damaged after {sum(map(len, out))} bytes of text ({exc})"
-        if not member.eof:
-            return b"".join(out), f"the {kind} stream is cut short after {sum(map(len, out))} bytes of text"
-        rest = member.unused_data
-    return b"".join(out), None
+            return b"".join(out), f"the {kind} stream is damaged after {sum(map(len, out))} decompressed bytes ({exc})"
+        if member.eof:
+            pos -= len(member.unused_data)
+            member = None
+        elif pos >= len(data):
+            return b"".join(out), f"the {kind} stream is cut short after {sum(map(len, out))} decompressed bytes"
 
 
 _UNDECODABLE = re.compile("[\ud800-\udfff]")
@@ -361,14 +380,15 @@ U+DC00+b), or a lone surrogate a JSON escape spelled (an array element or kcat p
 
 
 def _mark_undecodable(record: dict[str, Any]) -> dict[str, Any]:
-    """A raw record whose key, value, topic or headers hold :data:`_UNDECODABLE` characters gets an error saying
-    where (the record is quarantined by normalization). To be stored as UTF-8, an undecodable byte is written
-    ``\\xHH``, which no JSON text holds (a replay of the message is quarantined again, never applied with a changed
-    value), and a lone surrogate U+FFFD."""
-    texts = {"key": record["key"], "value": record["value"], "topic": record["topic"],
-             **{f"header {name!r}": text for name, text in (record["headers"] or {}).items()}}
-    for field, text in texts.items():
-        found = _UNDECODABLE.search(text) if isinstance(text, str) else None
+    """A raw record any of whose texts (key, value, topic, headers, a kcat envelope's other fields) holds
+    :data:`_UNDECODABLE` characters gets an error saying where (the record is quarantined by normalization). To
+    be stored as UTF-8, an undecodable byte is written ``\\xHH``, which no JSON text holds (a replay of the message
+    is quarantined again, never applied with a changed value), and a lone surrogate U+FFFD."""
+    for field, value in record.items():
+        if field == "error" or value is None or isinstance(value, (bool, int, float)):
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        found = _UNDECODABLE.search(text)
         if found is None:
             continue
         code = ord(found.group())
@@ -379,18 +399,33 @@ def _mark_undecodable(record: dict[str, Any]) -> dict[str, Any]:
             record["error"] = (f"not UTF-8 text: {what} at character {found.start()} of the message {field} (stored "
                                f"as {stored}; the input's encoding is not UTF-8: fix it at the producer, then land "
                                "the message again)")
-        if field in ("key", "value", "topic"):
-            record[field] = _printable(text)
-    if record["headers"]:
-        record["headers"] = {_printable(name): None if text is None else _printable(text)
-                             for name, text in record["headers"].items()}
+        record[field] = _printable(value)
     return record
 
 
-def _printable(text: str) -> str:
-    """``text`` with each :data:`_UNDECODABLE` character written ``\\xHH`` (a byte) or U+FFFD (a lone surrogate)."""
-    return _UNDECODABLE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}" if _is_byte(ord(m.group())) else "\ufffd",
-                            text)
+def _printable(value: Any) -> Any:
+    """``value`` with each :data:`_UNDECODABLE` character of its texts (also inside lists and objects) written
+    ``\\xHH`` (a byte) or U+FFFD (a lone surrogate)."""
+    if isinstance(value, str):
+        return _UNDECODABLE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02X}" if _is_byte(ord(m.group()))
+                                else "\ufffd", value)
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
+def _utf8_length(text: str) -> int:
+    """The bytes ``text`` took in its input: a byte that was not UTF-8 (``surrogateescape``) is one, a lone
+    surrogate (UTF-16 input) three."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return len(text.encode("utf-8", "surrogatepass")) - 2 * len(_ESCAPED_BYTE.findall(text))
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def _is_byte(code: int) -> bool:
@@ -500,7 +535,7 @@ def land_files(settings: LakeSettings, *, source: str, files: Sequence[InputFile
             log.warning("%s: %s; the messages before it land", f.uri, problem)
             records.append(_record(
                 input=f.uri, file_index=file_index, index=len(records), line=text.count("\n") + 1,
-                byte_offset=len(text.encode("utf-8", "surrogateescape")),
+                byte_offset=_utf8_length(text),
                 framing=file_framing, value=f"(unreadable rest of a compressed input: {problem})",
                 error=f"{problem}: the messages before this point landed; land the whole file again"))
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")

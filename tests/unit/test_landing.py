@@ -550,16 +550,75 @@ def test_a_damaged_gzip_input_lands_its_earlier_members(local_lake: LakeSettings
     raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
            for line in Path(path).read_text(encoding="utf-8").splitlines()]
     assert [r["value"] for r in raw[:3]] == [r["value"] for r in frame(A_JSONL)]
-    assert raw[-1]["error"].startswith(f"the gzip stream is damaged after {len(A_JSONL.encode())} bytes of text (")
+    assert raw[-1]["error"].startswith(f"the gzip stream is damaged after {len(A_JSONL.encode())} decompressed bytes (")
 
 
-def test_zero_padding_after_the_last_gzip_member_is_not_data(local_lake: LakeSettings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("between, after", [(b"", b"\x00" * 512), (b"\x00" * 64, b"\n"), (b"\n", b"")])
+def test_padding_between_and_after_compressed_members_is_not_data(local_lake: LakeSettings, tmp_path: Path,
+                                                                  between: bytes, after: bytes) -> None:
     padded = tmp_path / "part.json.gz"
-    padded.write_bytes(gzip.compress(A_JSONL.encode(), mtime=0) + b"\x00" * 512)
+    padded.write_bytes(gzip.compress(A_JSONL.encode(), mtime=0) + between + gzip.compress(b'{"id": 9}\n', mtime=0)
+                       + after)
 
     landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(padded)])
 
-    assert read_manifest(local_lake, SOURCE, landed.batch_id)["files"][0]["broken"] == 0
+    assert (landed.message_count, read_manifest(local_lake, SOURCE, landed.batch_id)["files"][0]["broken"]) == (4, 0)
+
+
+def test_a_zstd_input_starting_with_a_skippable_frame_is_read(local_lake: LakeSettings, tmp_path: Path) -> None:
+    pzstd = tmp_path / "part.json.zst"  # pzstd starts its output with a skippable frame
+    pzstd.write_bytes(bytes.fromhex("502a4d18") + (4).to_bytes(4, "little") + b"\x00\x00\x10\x00"
+                      + zstandard.ZstdCompressor().compress(A_JSONL.encode()))
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(pzstd)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [(r["value"], r["error"]) for r in raw] == [(r["value"], None) for r in frame(A_JSONL)]
+
+
+def test_a_utf16_input_cut_mid_character_lands_its_whole_messages(local_lake: LakeSettings, tmp_path: Path) -> None:
+    text = "".join(f'{{"id": {i}}}\n' for i in range(3))
+    lone = "\ud83d"  # half of an emoji's surrogate pair, as a careless UTF-16 writer may leave it
+    odd = tmp_path / "cut.json"
+    odd.write_bytes((text + f'{{"name": "{lone}"}}\n{{"id": 4}}\n').encode("utf-16", "surrogatepass")[:-1])
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(odd)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [r["value"] for r in raw[:3]] == text.splitlines()
+    assert [r["error"] is None for r in raw] == [True, True, True, False, True, False]
+    assert raw[3]["error"].startswith("not UTF-8 text: lone surrogate U+D83D")
+    assert raw[4]["value"] == '{"id": 4}'  # (the half character cut off is its line feed's)
+    assert raw[5]["error"].startswith("the UTF-16 text ends in half a character: ")
+
+
+def test_bytes_that_are_not_utf8_anywhere_in_a_kcat_envelope_make_only_that_message_broken(
+        local_lake: LakeSettings, tmp_path: Path) -> None:
+    dump = tmp_path / "kcat.jsonl"
+    dump.write_bytes(b'{"topic": "t", "offset": "1\xff", "payload": "{}"}\n'
+                     b'{"topic": "t", "offset": 2, "key": {"id": "\xe9"}, "payload": "{}"}\n'
+                     b'{"topic": "t", "offset": 3, "headers": {"h": {"x": "\xe9"}}, "payload": "{}"}\n'
+                     b'{"topic": "t", "offset": 4, "key": {"id": 4}, "payload": "{}"}\n')
+
+    landed = pipeline.land_inputs(local_lake, source=SOURCE, inputs=[str(dump)])
+
+    raw = [json.loads(line) for path in batch_raw_paths(local_lake, SOURCE, landed.batch_id)
+           for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    assert [r["error"].split(" (")[0] if r["error"] else None for r in raw] == [
+        "not UTF-8 text: byte 0xFF at character 1 of the message offset",
+        "not UTF-8 text: byte 0xE9 at character 8 of the message key",
+        "not UTF-8 text: byte 0xE9 at character 17 of the message headers", None]
+    assert (raw[1]["key"], raw[2]["headers"], raw[3]["key"]) == (
+        '{"id": "\\xE9"}', {"h": '{"x": "\\xE9"}'}, '{"id": 4}')
+
+
+def test_a_message_after_a_broken_document_that_starts_with_a_byte_order_mark_is_read() -> None:
+    records = frame('{\n "a": \n\ufeff{"id": 2}\n{"id": 3}\n')
+
+    assert [(r["value"], r["error"] is None) for r in records] == [
+        ('{\n "a":', False), ('{"id": 2}', True), ('{"id": 3}', True)]
 
 
 def test_raw_records_downloaded_locally_hold_every_message(s3_lake: LakeSettings, bucket: Bucket) -> None:

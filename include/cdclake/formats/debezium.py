@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from cdclake.formats.common import (
-    CORRUPT, may_be_shorter_than, null_string, positive_integer, table_identity, unquote_json_text,
+    CORRUPT, null_string, positive_integer, shorter_than, table_identity, unquote_json_text,
 )
 from cdclake.formats.connect import ColumnType, envelope_row_schema, field_name, struct_columns
 from cdclake.formats.message import KEY_SCHEMA, FROM_JSON_OPTIONS, PAYLOAD_FIELDS, Rule, Shape
@@ -221,7 +221,7 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
         "after_text": unquote_json_text(b["after"]),
         # A schema that declares no row image (`"schema": {}`, or an Envelope with `"fields": []`, as some writers
         # send) declares nothing: typed as payload-only. Spark keeps the object's text compact, so the fields are
-        # found as they are written; a schema of 1 KB or more has them (the test stops there, unscanned).
+        # found as they are written; a schema of 1024 bytes or more has them (the test stops there, unscanned).
         "row_schema": F.when(j["payload"].isNotNull() & F.coalesce(
             (F.octet_length(j["schema"]) >= 1024) | j["schema"].contains('"field":"after"')
             | j["schema"].contains('"field":"before"'), F.lit(False)), j["schema"]),
@@ -408,8 +408,7 @@ def _is_heartbeat(j: Column) -> Column:
     # Cheap tests first (`AND` stops at the first false): the rest read the value's or the schema's text.
     enveloped = (j["payload"].isNotNull() & j["payload"]["op"].isNull() & j["payload"]["source"].isNull()
                  & F.coalesce(j["schema"].contains(HEARTBEAT_SCHEMA), F.lit(False)))
-    bare = may_be_shorter_than(F.col("value"), 64) & F.coalesce(F.col("value").rlike(_HEARTBEAT_VALUE),
-                                                                F.lit(False))
+    bare = shorter_than(F.col("value"), 64) & F.coalesce(F.col("value").rlike(_HEARTBEAT_VALUE), F.lit(False))
     return enveloped | F.coalesce(bare, F.lit(False))
 
 

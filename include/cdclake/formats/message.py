@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
-from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, may_be_shorter_than, null_string, status
+from cdclake.formats.common import CORRUPT, FROM_JSON_OPTIONS, null_string, shorter_than, status
 from cdclake.formats.sqltypes import source_zone
 from cdclake.plans import ColumnPlan, cached_plan
 from cdclake.quarantine import VALUE_NOT_JSON
@@ -229,9 +229,9 @@ def _build_plan(accepted: Sequence[Shape], known: Sequence[Shape], fmt: str) -> 
         (F.col("error").isNotNull(), F.concat(F.lit("unframed message: "), F.col("error")), "quarantine"),
         (F.col("value").isNull(), F.lit("tombstone (null value)"), "skip"),
         # kafka-console-consumer (and dumps made with it) print a tombstone's missing value as the text null.
-        (may_be_shorter_than(F.col("value"), 16) & (F.trim("value") == "null"), F.lit(NULL_TEXT_SKIP), "skip"),
+        (shorter_than(F.col("value"), 16) & (F.trim("value") == "null"), F.lit(NULL_TEXT_SKIP), "skip"),
         # dtle's tombstone after a delete is a value: the JSON converter's envelope of nothing.
-        (may_be_shorter_than(F.col("value"), 64) & F.regexp_replace("value", r"\s", "").isin(*_NULL_ENVELOPES),
+        (shorter_than(F.col("value"), 64) & F.regexp_replace("value", r"\s", "").isin(*_NULL_ENVELOPES),
          F.lit(NULL_ENVELOPE_SKIP), "skip"),
         (F.col(f"_j.{CORRUPT}").isNotNull() & F.get_json_object(F.col("value"), "$").isNull(),
          F.lit(VALUE_NOT_JSON), "quarantine"),
