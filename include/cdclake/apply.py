@@ -903,6 +903,11 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         ends_snapshot = F.lit(False)
     reads = F.col("snapshot").isin(*SNAPSHOT_READ_MARKERS)
     full_sync = (F.col("snapshot") == FULL_SYNC_MARKER) if options.reconcile_snapshots else F.lit(False)
+    # A new table's first batch is likely a bulk load, which needs to know whether every key has one change: the
+    # stats pass counts the distinct keys too (one job, where a separate check reads the batch again).
+    changed = F.col("op") != "t"
+    distinct_keys = [F.count_if(changed).alias("changes"),
+                     F.count_distinct(F.when(changed, F.struct(*[F.col("key")[k] for k in key]))).alias("keys")]
     stats = changes.agg(
         F.max(F.when(F.col("op") == "t", F.col("position"))).alias("truncate"),
         F.max_by("source_ts", F.when(F.col("op") == "t", F.col("position"))).alias("truncate_ts"),
@@ -919,6 +924,7 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
         F.max("position").alias("max_position"),
         F.first("source", ignorenulls=True).alias("source"),
         F.first("batch_id", ignorenulls=True).alias("batch_id"),
+        *(distinct_keys if created and key else []),
     ).first()
     source = source or stats["source"] or "default"
     batch_id = batch_id or stats["batch_id"] or "unknown"
@@ -987,7 +993,8 @@ def _apply_table(spark: SparkSession, changes: DataFrame, *, tid: str, key: Sequ
                                        value_columns=value_columns, options=options, cut=cut,
                                        partial=bool(stats["partial"]), source=source, batch_id=batch_id,
                                        truncated_at=stats["truncate"], cut_ts=cut_ts,
-                                       upserts_only=not (stats["deletes"] or stats["patches"]))
+                                       upserts_only=not (stats["deletes"] or stats["patches"]),
+                                       one_per_key=created and bool(key) and stats["changes"] == stats["keys"])
         if full_sync_before and not full_sync_after:
             _set_full_sync(spark, tid, "")
         if open_before and not open_after:
@@ -1027,15 +1034,16 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
                       columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions,
                       cut: str | None, partial: bool, source: str, batch_id: str,
                       truncated_at: str | None, cut_ts: dt.datetime | None = None,
-                      upserts_only: bool = False) -> TableCounts:
-    """Classify against the table as it is now, then changelog, cut, MERGE and tombstones (one attempt)."""
+                      upserts_only: bool = False, one_per_key: bool = False) -> TableCounts:
+    """Classify against the table as it is now, then changelog, cut, MERGE and tombstones (one attempt).
+    ``one_per_key``: no key has more than one change in the batch (false: not known)."""
     soft = options.soft
     live = ~F.coalesce(F.col(SOFT_DELETE_COLUMN), F.lit(False)) if soft else F.lit(True)
     previous = tombstones.watermark(spark, tid)
     if (upserts_only and previous is None and not partial and not options.history
             and _is_empty(spark.table(name)) and _is_empty(tombstones.of_table(spark, tid))):
         return _bulk_load(spark, flat, tid=tid, name=name, key=key, columns=columns, value_columns=value_columns,
-                          options=options, source=source, batch_id=batch_id, cut=cut)
+                          options=options, source=source, batch_id=batch_id, cut=cut, one_per_key=one_per_key)
     watermark = max((p for p in (previous, cut) if p is not None), default=None)
     stored = spark.table(name)
     if cut is not None:
@@ -1147,7 +1155,7 @@ def _one_change_per_key(flat: DataFrame, key: Sequence[str]) -> bool:
 
 def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key: Sequence[str],
                columns: Sequence[StructField], value_columns: Sequence[str], options: ApplyOptions, source: str,
-               batch_id: str, cut: str | None) -> TableCounts:
+               batch_id: str, cut: str | None, one_per_key: bool = False) -> TableCounts:
     """Inserts and updates into an empty table that never had rows deleted or cut: every change classifies as an
     insert, so the newest change per key is appended as it is (no classification, no MERGE). A cut in the batch (a
     snapshot's end, a truncate) makes the changes at or below it stale and becomes the table's watermark.
@@ -1160,10 +1168,10 @@ def _bulk_load(spark: SparkSession, flat: DataFrame, *, tid: str, name: str, key
         older = F.col("_cdc_position") <= F.lit(cut)
         stale = flat.where(older).count()
         flat = flat.where(~older)
-    # A snapshot holds one change per key: finding that out shuffles only the key columns, where the newest-change
-    # window and the changelog's sequencing shuffle and sort whole rows (the window twice: the write's range
-    # partitioning samples its output).
-    one_per_key = _one_change_per_key(flat, key)
+    # A snapshot holds one change per key: finding that out (in the stats pass, for a new table) shuffles only the
+    # key columns, where the newest-change window and the changelog's sequencing shuffle and sort whole rows (the
+    # window twice: the write's range partitioning samples its output).
+    one_per_key = one_per_key or _one_change_per_key(flat, key)
     classified = flat.withColumn("_action", F.lit("insert"))
     marked = None
     if not one_per_key:  # copies delivered again within the batch are stale (classify)

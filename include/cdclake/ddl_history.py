@@ -187,6 +187,10 @@ class History:
             renames.pop(change.old, None)
         return True
 
+    def former_ids(self, tid: str) -> list[str]:
+        """The ids a table (by its current id) had before renames."""
+        return sorted(old for old in self.tables if old != tid and self.route(old) == tid)
+
     def aliases(self, tid: str) -> dict[str, str]:
         """Old column name -> current name, for a table (by its current id)."""
         return dict(self.columns.get(tid, {}))

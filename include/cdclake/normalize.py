@@ -379,6 +379,11 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
 _NOTHING_TO_TRUNCATE = ("TRUNCATE (or DROP TABLE) of a table the lake does not have: nothing to remove (its position "
                         "is kept, so older changes that arrive later stay out)")
 
+AFTER_ROW_CHANGE = "}"
+"""Suffix of the source position a statement without one takes from the row change before it (:func:`_ddl_position`):
+it sorts after that position followed by any landing tail (and before the next position), so a copy of that row
+change delivered again in a later batch is still older than the statement."""
+
 _KEEP_ON_RENORMALIZE = ("_held",)
 """Staging entries of :mod:`cdclake.dq_hold` that outlive a re-normalized batch (held changes are data)."""
 
@@ -1010,12 +1015,13 @@ def _restore_raw_text(raw: DataFrame, rejected: DataFrame) -> DataFrame:
 
 
 def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
-               earlier: Callable[[str], str | None]) -> tuple[DataFrame, Outcome]:
+               earlier: Callable[[tuple[str, ...]], str | None]) -> tuple[DataFrame, Outcome]:
     """Interpret the batch's DDL records (driver side) and put their outcomes back into the parsed records.
 
     A TRUNCATE or DROP TABLE without a source position of its own (canal-format DDL: CKafka's has ``id`` 0) is
     ordered by its table's row change next to it in the batch; without one, after the table's last change in the
-    source's earlier batches (``earlier(table_id)``, only when needed)."""
+    source's earlier batches (``earlier(table_ids)``, only when needed). The table's changes under the names it
+    had before renames (in earlier batches, or by the batch's statements before this one) count as its own."""
     ddl_rows = [r.asDict() for r in parsed.where(F.col("status") == "ddl").collect()]
     if not ddl_rows:
         return parsed, Outcome()
@@ -1028,6 +1034,17 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
         return sorted({*tables_in(spark, namespace), *(t for t in named["rows"] if t.startswith(f"{namespace}."))})
 
     outcome = interpret(ddl_rows, policies, lake_tables=lake_tables)
+    lake_history: list[ddl_history.History] = []
+
+    def former_ids(record: dict[str, Any]) -> tuple[str, ...]:
+        if not lake_history:  # loaded once, only for a batch with a statement that needs it
+            lake_history.append(ddl_history.load(spark))
+        names = [record["table_id"]]
+        for change in reversed(outcome.changes):  # renamed by the batch's statements before this one
+            if change.kind == "rename_table" and change.new == names[-1] and _landed_earlier(
+                    change.position, record, outcome):
+                names.append(change.old)
+        return tuple(dict.fromkeys(n for name in names for n in (name, *lake_history[0].former_ids(name))))
     for definition in outcome.tables.values():
         if definition.like and table_exists(spark, definition.like):  # CREATE TABLE t LIKE s, s in the lake only
             copied = {c.name: c for c in _existing_columns(spark, definition.like)}
@@ -1040,10 +1057,9 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
         # that in the binlog): it reaches the lake table by its id.
         record["table_name"] = _ANY_SPELLING
         if record["status"] == "ok" and record.get("source_pos") is None:
-            record["source_pos"] = _nearest_position(parsed, record, record["table_id"])
-            if record["source_pos"] is None:
-                record["source_pos"] = earlier(record["table_id"])
-            if record["source_pos"] is None and not table_exists(spark, record["table_id"]):
+            names = former_ids(record)
+            record["source_pos"] = _ddl_position(parsed, record, names, earlier)
+            if record["source_pos"] is None and not any(table_exists(spark, name) for name in names):
                 record.update(status="skip", reason=_NOTHING_TO_TRUNCATE)
             elif record["source_pos"] is None:
                 record.update(status="quarantine", reason=(
@@ -1087,9 +1103,9 @@ def _earlier_snapshot_position(settings: LakeSettings, source: str, batch_id: st
 
 
 def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, batch_id: str, fmt: str,
-                      table_id: str) -> str | None:
-    """The highest source position of ``table_id``'s row changes in the newest earlier batch of ``source`` that
-    has some.
+                      table_ids: tuple[str, ...]) -> str | None:
+    """The highest source position of a table's row changes (under any of ``table_ids``: its id and its ids before
+    renames) in the newest earlier batch of ``source`` that has some.
 
     A message landed in a later batch came after the earlier batches' messages of its table (landing keeps the
     order of each Kafka partition, and a table's changes share one), so an unpositioned TRUNCATE at this position,
@@ -1109,14 +1125,14 @@ def _earlier_position(spark: SparkSession, settings: LakeSettings, source: str, 
         # driver's memory).
         parsed = normalizer.parse(raw).select("status", "table_id", "source_pos").persist()
         try:
-            row = (parsed.where((F.col("status") == "ok") & (F.col("table_id") == table_id)
+            row = (parsed.where((F.col("status") == "ok") & F.col("table_id").isin(*table_ids)
                                 & F.col("source_pos").isNotNull())
                    .agg(F.max("source_pos")).first())
         finally:
             parsed.unpersist()
         if row is not None and row[0] is not None:
-            log.info("batch %s: the unpositioned TRUNCATE/DROP TABLE of %s is ordered after batch %s (position %s)",
-                     batch_id, table_id, earlier, row[0])
+            log.info("batch %s: the unpositioned statement on %s is ordered after batch %s (position %s)",
+                     batch_id, table_ids[0], earlier, row[0])
             return str(row[0])
     return None
 
@@ -1135,23 +1151,39 @@ def _replayed_since(spark: SparkSession, settings: LakeSettings, source: str, ba
             .select(origin.alias("o")).where(F.col("o").isNotNull()).select("o.*"))
 
 
-def _nearest_position(parsed: DataFrame, record: dict[str, Any], table_id: str) -> str | None:
-    """The source position of ``table_id``'s row change next to a DDL record in its batch, in landing order (file,
-    then message): the next one, else the previous one. Only the table's own changes order its statement: they
-    share a Kafka partition, other tables' may lag behind in another one (a ``kcat -J`` file holds several)."""
-    rows = parsed.where((F.col("table_id") == table_id) & F.col("source_pos").isNotNull()
+def _landed_earlier(location: str, record: dict[str, Any], outcome: Outcome) -> bool:
+    """Whether the batch's statement at ``location`` (:func:`_landed_before`) was landed before ``record``; a
+    statement with a source position counts as earlier."""
+    uri, _, index = location.rpartition("#")
+    file_indexes = [int(r["file_index"]) for r in outcome.records if r.get("input") == uri]
+    if not uri or not index.isdigit() or not file_indexes:
+        return True
+    return (file_indexes[0], int(index)) < (int(record["file_index"]), int(record["index"]))
+
+
+def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[str, ...],
+                  earlier: Callable[[tuple[str, ...]], str | None]) -> str | None:
+    """The source position of a DDL record without one: that of its table's row change next to it in its batch, in
+    landing order (file, then message): the next one, else the previous one's, else that of the table's last
+    change in the source's earlier batches (``earlier``). A position taken from a change before the statement gets
+    :data:`AFTER_ROW_CHANGE`. Only the table's own changes (under any of ``table_ids``: its id, then the ids it had
+    before renames) order its statement: they share a Kafka partition, other tables' may lag behind in another one
+    (a ``kcat -J`` file holds several)."""
+    rows = parsed.where(F.col("table_id").isin(*table_ids) & F.col("source_pos").isNotNull()
                         & (F.col("status") == "ok"))
     file_index, index = F.lit(record["file_index"]), F.lit(record["index"])
     later = (F.col("file_index") > file_index) | ((F.col("file_index") == file_index) & (F.col("index") > index))
     after = rows.where(later).orderBy("file_index", "index").select("source_pos").first()
     if after is not None:
-        return after[0]
+        return str(after[0])
     before = rows.where(~later).orderBy(F.desc("file_index"), F.desc("index")).select("source_pos").first()
-    return before[0] if before is not None else None
+    position_before = before[0] if before is not None else earlier(table_ids)
+    return None if position_before is None else position_before + AFTER_ROW_CHANGE
 
 
 def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[ColumnDefault], typing: TableTyping,
-                   table_id: str, *, batch_id: str, earlier: Callable[[str], str | None]) -> list[dict[str, str]]:
+                   table_id: str, *, batch_id: str,
+                   earlier: Callable[[tuple[str, ...]], str | None]) -> list[dict[str, str]]:
     """The rows an ``ALTER TABLE .. ADD .. DEFAULT`` fills (:mod:`cdclake.apply`): per default, the column, the
     value as text of the column's type, its type, and the statement's full position (rows written before it get
     the value where the column is null). ``DEFAULT CURRENT_TIMESTAMP`` is the statement's time (a ``datetime``
@@ -1190,12 +1222,10 @@ def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[Column
 
 
 def _statement_position(parsed: DataFrame, record: dict[str, Any], table_id: str, *, batch_id: str,
-                        earlier: Callable[[str], str | None]) -> Column | None:
-    """A DDL record's full position, as a constant column: its source position, else that of the table's row
-    change next to it in the batch, else that of the table's last change in the source's earlier batches (None
-    without any), then its place in the batch."""
-    source_pos = (record.get("source_pos") or _nearest_position(parsed, record, table_id)
-                  or earlier(table_id))
+                        earlier: Callable[[tuple[str, ...]], str | None]) -> Column | None:
+    """A DDL record's full position, as a constant column: its source position, else :func:`_ddl_position`'s
+    (None without one), then its place in the batch."""
+    source_pos = record.get("source_pos") or _ddl_position(parsed, record, (table_id,), earlier)
     if source_pos is None:
         return None
     return position(F.lit(source_pos), F.lit(batch_id), F.lit(record["file_index"]), F.lit(record["index"]),
@@ -1203,7 +1233,8 @@ def _statement_position(parsed: DataFrame, record: dict[str, Any], table_id: str
 
 
 def _cleared_columns(spark: SparkSession, parsed: DataFrame, declared: TableDefinition | None, typing: TableTyping,
-                     table_id: str, *, batch_id: str, earlier: Callable[[str], str | None]) -> TableTyping:
+                     table_id: str, *, batch_id: str,
+                     earlier: Callable[[tuple[str, ...]], str | None]) -> TableTyping:
     """``typing`` with the columns the batch dropped and added again (``DROP COLUMN v`` .. ``ADD COLUMN v``) in
     :attr:`TableTyping.cleared`: at the source, the rows written before the drop lost their value, and the new
     column starts empty (or with its DEFAULT, which apply fills in where it is null)."""
@@ -1324,12 +1355,12 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
     parsed = first
     try:
         policies = ddl_policies or DdlPolicies()
-        earlier_positions: dict[str, str | None] = {}
+        earlier_positions: dict[tuple[str, ...], str | None] = {}
 
-        def earlier(tid: str) -> str | None:  # looked up once per table, only where needed
-            if tid not in earlier_positions:
-                earlier_positions[tid] = _earlier_position(spark, settings, source, batch_id, fmt, tid)
-            return earlier_positions[tid]
+        def earlier(tids: tuple[str, ...]) -> str | None:  # looked up once per table, only where needed
+            if tids not in earlier_positions:
+                earlier_positions[tids] = _earlier_position(spark, settings, source, batch_id, fmt, tids)
+            return earlier_positions[tids]
 
         parsed, ddl = _apply_ddl(spark, first, policies, earlier=earlier)
         history, refused = ddl_history.apply(spark, ddl.changes, source=source, batch_id=batch_id)
@@ -1342,8 +1373,12 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             spark, parsed, keys or KeySpec(), ddl.tables, history, {**held, **refused, **ddl.stopped},
             ddl.unread_creates(), fmt, policies)
         _remember_truncates(parsed, idle, batch_id=batch_id)
+
+        def earlier_renamed(tids: tuple[str, ...]) -> str | None:  # the ids the tables had before renames too
+            return earlier(tuple(dict.fromkeys(n for tid in tids for n in (tid, *history.former_ids(tid)))))
+
         typings = {tid: _cleared_columns(spark, parsed, ddl.tables.get(tid), typing, tid, batch_id=batch_id,
-                                         earlier=earlier)
+                                         earlier=earlier_renamed)
                    for tid, typing in typings.items()}
         out = staging_dir(settings, source, batch_id)
         if out.exists():  # a re-run: replace the staging, but keep what data quality held back (cdclake.dq_hold)
@@ -1428,7 +1463,7 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         with_changes = {tid for (status, _, tid), n in counts.items() if status == "ok" and n}
         stopped = {**{tid: why for tid, why in held.items() if tid in with_changes}, **ddl.stopped}
         fills = {tid: _default_fills(spark, parsed, ddl.tables[tid].defaults, typing, tid, batch_id=batch_id,
-                                     earlier=earlier)
+                                     earlier=earlier_renamed)
                  for tid, typing in typings.items() if tid in ddl.tables and ddl.tables[tid].defaults}
         (out / STAGING_MARKER).write_text(json.dumps({
             "tables": {tid: {"key": list(t.key), "columns": [c.name for c in t.columns],

@@ -144,6 +144,21 @@ def test_drs_relational_gaussdb_update(spark, session_lake, source):
     assert row.position.split("/")[0] == hex16(332)
 
 
+def test_drs_relational_tables_of_two_databases_do_not_mix(spark, session_lake, source):
+    """The same schema and table in two databases map to one lake table: the first source table named keeps it,
+    the other's changes are quarantined (before, the second row overwrote the first)."""
+    doc = text("drs/gauss_update.json")
+    other = doc.replace('"database01"', '"database02"').replace('"id": 332', '"id": 333')
+    files = [InputFile(f"mem://{source}/{i}.json", d.encode("utf-8")) for i, d in enumerate([doc, other])]
+    batch_id, _, _, _ = land_files(session_lake, source=source, files=files)
+    result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs",
+                             keys=KeySpec.parse(["schema01.table01=smallint_column"]))
+    assert (result.tables, result.quarantined) == ({"schema01.table01": 1}, 1)
+    (row,) = quarantined(spark, source)
+    assert "source table database02.schema01.table01 maps to lake table schema01.table01" in row.reason
+    assert "holds source table database01.schema01.table01" in row.reason
+
+
 def test_drs_relational_without_key_is_quarantined_with_how_to_declare_it(spark, session_lake, source):
     _, result = run(spark, session_lake, source, ["drs/gauss_update.json"], "drs")
     assert (result.tables, result.quarantined) == ({}, 1)

@@ -15,7 +15,10 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
 - types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
   with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
-- table: ``schema`` (relational variant) else ``database``, and ``table``.
+- table: ``schema`` (relational variant) else ``database``, and ``table``. A relational message names the database
+  too: where it is not the schema's name, it is part of the source table's name (``database.schema.table``), so
+  the same schema and table of two databases are two source tables, whose rows never mix in the one lake table
+  they map to.
 - source position, for a message with an ``id`` above 0: DRS (``--format drs``, or a message with DRS's
   ``dbType``/``columnType``/``opType``) documents ``id`` as its event sequence number, monotonically increasing per
   task: ``id``. canal's ``id`` is the canal server's batch id, which starts again when the server restarts (Apache
@@ -68,9 +71,23 @@ def dialect(db_type: Column) -> Column:
             .otherwise(F.lit("mysql")))
 
 
+def _schema(j: Column) -> Column:
+    return F.when(~F.trim(j["schema"]).startswith("{"), F.nullif(F.trim(j["schema"]), F.lit("")))
+
+
 def _namespace(j: Column) -> Column:
-    schema = F.when(~F.trim(j["schema"]).startswith("{"), F.nullif(F.trim(j["schema"]), F.lit("")))
-    return F.coalesce(schema, F.nullif(F.trim(j["database"]), F.lit("")))
+    return F.coalesce(_schema(j), F.nullif(F.trim(j["database"]), F.lit("")))
+
+
+def _identity(j: Column) -> dict[str, Column]:
+    """``table_id`` and ``table_name`` (:func:`~cdclake.formats.common.table_identity`); the source table's name
+    holds the database when the message names a schema too, and another one."""
+    identity = table_identity(_namespace(j), j["table"])
+    database = F.nullif(F.trim(j["database"]), F.lit(""))
+    return {**identity, "table_name": F.when(identity["table_id"].isNotNull() & _schema(j).isNotNull()
+                                             & database.isNotNull() & (database != _schema(j)),
+                                             F.concat_ws(".", database, _schema(j), F.trim(j["table"])))
+                                      .otherwise(identity["table_name"])}
 
 
 def _rows(j: Column) -> Column:
@@ -108,7 +125,7 @@ def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) ->
                                      j["table"].alias("table")))
     pk = F.trim(j["pkNames"])
     return {
-        **table_identity(namespace, j["table"]),
+        **_identity(j),
         "op": op,
         "source_pos": _source_position(j, id_, drs=drs),
         "source_ts": epoch_timestamp(j["es"]),

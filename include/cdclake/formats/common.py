@@ -33,8 +33,11 @@ def shorter_than(text: Column, chars: int) -> Column:
 
 
 def unquote_json_text(c: Column) -> Column:
-    """A JSON ``null`` kept as text by Spark reads back as the string ``null``; make it a real null."""
-    return F.when(c.isNull() | (F.lower(F.trim(c)) == "null"), F.lit(None)).otherwise(c)
+    """A JSON ``null`` kept as text by Spark reads back as the string ``null``; make it a real null.
+
+    A row image (an object's text) is told apart by its first character before the text is copied to be trimmed
+    and lower-cased: this runs on every image of every message."""
+    return F.when(c.isNull() | (~c.startswith("{") & (F.lower(F.trim(c)) == "null")), F.lit(None)).otherwise(c)
 
 
 def sanitize(c: Column) -> Column:
