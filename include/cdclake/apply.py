@@ -603,8 +603,9 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
                               f"{DELETE_MODE_PROPERTY}=hard")
         wanted = dict(_write_properties(options), **({DELETE_MODE_PROPERTY: "soft"} if options.soft else {}))
         changed = {k: v for k, v in wanted.items() if props.get(k) != v}
-        if source_table and SOURCE_TABLE_PROPERTY not in props:
-            changed[SOURCE_TABLE_PROPERTY] = source_table
+        recorded = props.get(SOURCE_TABLE_PROPERTY)
+        if source_table and (recorded is None or source_table.endswith(f".{recorded}")) and recorded != source_table:
+            changed[SOURCE_TABLE_PROPERTY] = source_table  # unrecorded, or recorded without its database (DRS)
         if changed:
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ("
                       + ", ".join(f"'{k}'='{sql_literal(v)}'" for k, v in changed.items()) + ")")

@@ -188,8 +188,10 @@ class History:
         return True
 
     def former_ids(self, tid: str) -> list[str]:
-        """The ids a table (by its current id) had before renames."""
-        return sorted(old for old in self.tables if old != tid and self.route(old) == tid)
+        """The ids a table (by its current id) had before renames, including a name taken again since (its older
+        changes belong to this table)."""
+        return sorted({*(old for old in self.tables if old != tid and self.route(old) == tid),
+                       *(name for name, (_, older) in self.reused.items() if name != tid and self.route(older) == tid)})
 
     def aliases(self, tid: str) -> dict[str, str]:
         """Old column name -> current name, for a table (by its current id)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -536,7 +537,11 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
     variants of the others go to ``rejected``, so their rows never mix with its rows.
     """
     spellings = list(dict.fromkeys(v["spelling"] for v in variants if v["spelling"] is not None))
-    owner = recorded or (spellings[0] if spellings else None)
+    # A DRS relational table recorded before its source table's name held the database: the first spelling that
+    # qualifies the recorded name holds it now (apply records that spelling).
+    qualified = [name for name in spellings if recorded and name.endswith(f".{recorded}")]
+    owner = (recorded if recorded in spellings or not qualified else qualified[0]) or (
+        spellings[0] if spellings else None)
     others = [name for name in spellings if name != owner]
     for name in others:
         log.warning("source table %s maps to lake table %s, which holds source table %s: its changes are "
@@ -1166,7 +1171,7 @@ def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[st
     """The source position of a DDL record without one: that of its table's row change next to it in its batch, in
     landing order (file, then message): the next one, else the previous one's, else that of the table's last
     change in the source's earlier batches (``earlier``). A position taken from a change before the statement gets
-    :data:`AFTER_ROW_CHANGE`. Only the table's own changes (under any of ``table_ids``: its id, then the ids it had
+    :data:`AFTER_ROW_CHANGE` (unless it is all zeros: changes without positions, in arrival order). Only the table's own changes (under any of ``table_ids``: its id, then the ids it had
     before renames) order its statement: they share a Kafka partition, other tables' may lag behind in another one
     (a ``kcat -J`` file holds several)."""
     rows = parsed.where(F.col("table_id").isin(*table_ids) & F.col("source_pos").isNotNull()
@@ -1178,7 +1183,9 @@ def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[st
         return str(after[0])
     before = rows.where(~later).orderBy(F.desc("file_index"), F.desc("index")).select("source_pos").first()
     position_before = before[0] if before is not None else earlier(table_ids)
-    return None if position_before is None else position_before + AFTER_ROW_CHANGE
+    if position_before is None or not re.search("[1-9a-f]", position_before):
+        return position_before  # no position (zeros: arrival order), so none to stay after
+    return position_before + AFTER_ROW_CHANGE
 
 
 def _default_fills(spark: SparkSession, parsed: DataFrame, defaults: list[ColumnDefault], typing: TableTyping,

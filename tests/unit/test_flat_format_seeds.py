@@ -159,6 +159,35 @@ def test_drs_relational_tables_of_two_databases_do_not_mix(spark, session_lake, 
     assert "holds source table database01.schema01.table01" in row.reason
 
 
+def test_a_drs_relational_table_recorded_without_its_database_takes_the_first_database_named(spark, session_lake,
+                                                                                             source):
+    """A lake table made before the source table's name held the database records ``schema.table``: its database's
+    changes go on into it (the record now names the database), another database's are quarantined."""
+    from cdclake.catalog import SOURCE_TABLE_PROPERTY
+    from cdclake.identity import spark_table_name
+    from cdclake.pipeline import apply_batch
+
+    table = f"t{uuid.uuid4().hex[:8]}"
+    doc = text("drs/gauss_update.json").replace('"table01"', f'"{table}"')
+    tid, name = f"schema01.{table}", spark_table_name(f"schema01.{table}")
+
+    def batch(db: str, id_: int):
+        message = doc.replace('"database01"', f'"{db}"').replace('"id": 332', f'"id": {id_}')
+        batch_id, _, _, _ = land_files(session_lake, source=source, files=[
+            InputFile(f"mem://{source}/{id_}.json", message.encode("utf-8"))])
+        result = normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="drs",
+                                 keys=KeySpec.parse([f"{tid}=smallint_column"]))
+        apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+        return result
+
+    assert batch("database01", 400).quarantined == 0
+    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{SOURCE_TABLE_PROPERTY}'='schema01.{table}')")
+    assert batch("database01", 401).quarantined == 0
+    recorded = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    assert recorded[SOURCE_TABLE_PROPERTY] == f"database01.schema01.{table}"
+    assert batch("database02", 402).quarantined == 1
+
+
 def test_drs_relational_without_key_is_quarantined_with_how_to_declare_it(spark, session_lake, source):
     _, result = run(spark, session_lake, source, ["drs/gauss_update.json"], "drs")
     assert (result.tables, result.quarantined) == ({}, 1)

@@ -629,11 +629,7 @@ def _postgres(parsed: ParsedType) -> Mapped:
 _ORACLE: dict[str, Mapped] = {
     **dict.fromkeys(("integer", "int", "smallint"), _decimal(MAX_PRECISION, 0)),  # ANSI aliases of NUMBER(38)
     "binary_float": _FLOAT,
-    "binary_double": _DOUBLE,
-    # FLOAT(p) (p binary digits, up to 126: 38 decimal digits), REAL (FLOAT(63)) and DOUBLE PRECISION (FLOAT(126))
-    # are NUMBER subtypes, decimal numbers Oracle stores exactly: a bare NUMBER, as Debezium's Oracle connector
-    # makes them (VariableScaleDecimal), not a double that would round their digits.
-    **dict.fromkeys(("float", "double precision", "real"), _decimal(None, None)),
+    **dict.fromkeys(("binary_double", "float", "double precision", "real"), _DOUBLE),
     "date": _NTZ,  # an Oracle DATE has a time of day
     **dict.fromkeys(("raw", "long raw", "blob"), _HEX_BINARY),
     **dict.fromkeys(("varchar2", "nvarchar2", "varchar", "char", "nchar", "clob", "nclob", "long", "rowid",
