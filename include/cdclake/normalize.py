@@ -1171,9 +1171,10 @@ def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[st
     """The source position of a DDL record without one: that of its table's row change next to it in its batch, in
     landing order (file, then message): the next one, else the previous one's, else that of the table's last
     change in the source's earlier batches (``earlier``). A position taken from a change before the statement gets
-    :data:`AFTER_ROW_CHANGE` (unless it is all zeros: changes without positions, in arrival order). Only the table's own changes (under any of ``table_ids``: its id, then the ids it had
-    before renames) order its statement: they share a Kafka partition, other tables' may lag behind in another one
-    (a ``kcat -J`` file holds several)."""
+    :data:`AFTER_ROW_CHANGE` (unless it is all zeros: changes without positions, in arrival order). Only the
+    table's own changes (under any of ``table_ids``: its id, then the ids it had before renames) order its
+    statement: they share a Kafka partition, other tables' may lag behind in another one (a ``kcat -J`` file holds
+    several)."""
     rows = parsed.where(F.col("table_id").isin(*table_ids) & F.col("source_pos").isNotNull()
                         & (F.col("status") == "ok"))
     file_index, index = F.lit(record["file_index"]), F.lit(record["index"])
