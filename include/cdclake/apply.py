@@ -65,8 +65,8 @@ from cdclake import docpatch, faults, open_snapshots, tombstones
 from cdclake.apply_options import SOFT_DELETE_COLUMN, ApplyOptions
 from cdclake.catalog import (
     CHANGELOG_NAMESPACE, CONNECT_TYPES_PROPERTY, HISTORY_NAMESPACE, KEY_COLUMNS_PROPERTY, SOURCE_PROPERTY,
-    SOURCE_TABLE_PROPERTY, commit_properties, create_table, recorded_connect_types, retry_conflicts, sql_literal,
-    table_exists, table_properties, table_schema,
+    SOURCE_TABLE_PROPERTY, commit_properties, create_table, qualifies_recorded, recorded_connect_types,
+    retry_conflicts, sql_literal, table_exists, table_properties, table_schema,
 )
 from cdclake.evolution import fits, widening
 from cdclake.exceptions import ConfigError
@@ -604,7 +604,7 @@ def _ensure_table(spark: SparkSession, tid: str, columns: Sequence[StructField],
         wanted = dict(_write_properties(options), **({DELETE_MODE_PROPERTY: "soft"} if options.soft else {}))
         changed = {k: v for k, v in wanted.items() if props.get(k) != v}
         recorded = props.get(SOURCE_TABLE_PROPERTY)
-        if source_table and (recorded is None or source_table.endswith(f".{recorded}")) and recorded != source_table:
+        if source_table and qualifies_recorded(source_table, recorded) and recorded != source_table:
             changed[SOURCE_TABLE_PROPERTY] = source_table  # unrecorded, or recorded without its database (DRS)
         if changed:
             spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ("

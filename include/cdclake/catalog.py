@@ -50,6 +50,13 @@ SOURCE_TABLE_PROPERTY = "cdclake.source-table"
 lake id is that name lower-cased and reduced to ``[a-z0-9_]``, so another source table can map to the same id
 (:mod:`cdclake.normalize` keeps its changes out)."""
 
+
+def qualifies_recorded(source_table: str, recorded: str | None) -> bool:
+    """Whether ``source_table`` is the source table ``recorded`` on a lake table by an earlier version, which left
+    out the database (DRS relational ``schema.table``, now ``database.schema.table``); an unrecorded table
+    qualifies for any name."""
+    return recorded is None or source_table.endswith(f".{recorded}")
+
 BOOKKEEPING_PREFIX = "_cdc_"
 
 

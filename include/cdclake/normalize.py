@@ -50,8 +50,8 @@ from pyspark.sql.types import (
 
 from cdclake import ddl_history, ddl_stops, open_snapshots, quarantine, tombstones
 from cdclake.catalog import (
-    BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, recorded_connect_types, table_exists,
-    table_properties, table_schema, tables_in,
+    BOOKKEEPING_PREFIX, SOURCE_TABLE_PROPERTY, key_columns_of, qualifies_recorded, recorded_connect_types,
+    table_exists, table_properties, table_schema, tables_in,
 )
 from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
@@ -539,7 +539,7 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
     spellings = list(dict.fromkeys(v["spelling"] for v in variants if v["spelling"] is not None))
     # A DRS relational table recorded before its source table's name held the database: the first spelling that
     # qualifies the recorded name holds it now (apply records that spelling).
-    qualified = [name for name in spellings if recorded and name.endswith(f".{recorded}")]
+    qualified = [name for name in spellings if recorded and qualifies_recorded(name, recorded)]
     owner = (recorded if recorded in spellings or not qualified else qualified[0]) or (
         spellings[0] if spellings else None)
     others = [name for name in spellings if name != owner]

@@ -169,7 +169,6 @@ def test_a_table_dropped_and_created_again_in_its_first_batch_keeps_each_tables_
     assert tables == {f"{db}.t": [{"code": "k", "v": 7}], aside[0]: []}
 
 
-
 def test_a_truncate_placed_after_a_row_change_stays_after_that_change_delivered_again(spark, session_lake) -> None:
     # The TRUNCATE has no position: it takes the position of the row change before it (alone in its batch: the
     # table's last one in the earlier batches). A copy of that change delivered again in a later batch (Kafka
