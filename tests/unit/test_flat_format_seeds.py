@@ -638,9 +638,39 @@ def test_ticdc_canal_json_without_message_ids_applies_in_arrival_order(spark, se
     assert result.quarantined == 0
     assert result.skipped == {"TiCDC watermark event (type TIDB_WATERMARK, not a row change)": 1}
     rows = staged(spark, session_lake, source, batch_id, f"tidb_test.{table}")
-    assert {r.position.split("/")[0] for r in rows} == {"0" * 16}
+    # One `es` (TiCDC's commit time in milliseconds) and no id: arrival order decides.
+    assert {r.position.split("/")[0] for r in rows} == {hex16(1639633141221) + "0" * 16}
     apply_batch(spark, session_lake, source=source, batch_id=batch_id)
     assert [(r["id"], r["v"]) for r in dump_rows(session_lake, f"tidb_test.{table}")] == [(1, "b"), (3, "y")]
+
+
+def test_canal_changes_without_a_message_id_are_ordered_by_their_event_time(spark, session_lake) -> None:
+    # `id` 0 (TiCDC without its extension, some DTS products) says nothing about order, but `es` (the binlog
+    # event's time) still does: a later change with id 0 is newer than an earlier one with an id, and an older
+    # change delivered late, or again, in a later batch is stale instead of applied over newer ones.
+    db = f"noid{uuid.uuid4().hex[:6]}"
+
+    def message(table: str, kind: str, es: int, id_: int, row: dict[str, str],
+                old: dict[str, str] | None = None) -> dict[str, Any]:
+        return {"id": id_, "database": db, "table": table, "pkNames": ["id"], "isDdl": False, "type": kind,
+                "es": es, "ts": es + 5, "sql": "", "sqlType": {"id": 4, "v": 12},
+                "mysqlType": {"id": "int(11)", "v": "varchar(10)"}, "data": [row], "old": [old] if old else None}
+
+    t0 = 1701000000000
+    apply_messages(spark, session_lake, db, "0", [
+        message("mixed", "INSERT", t0, 5, {"id": "1", "v": "a"}),
+        message("mixed", "UPDATE", t0 + 1000, 0, {"id": "1", "v": "b"}, {"v": "a"}),
+        message("late", "INSERT", t0, 0, {"id": "1", "v": "a"}),
+        message("late", "UPDATE", t0 + 3000, 0, {"id": "1", "v": "c"}, {"v": "b"}),
+    ])
+    counts = apply_messages(spark, session_lake, db, "1", [
+        message("late", "UPDATE", t0 + 2000, 0, {"id": "1", "v": "b"}, {"v": "a"}),  # late
+        message("late", "INSERT", t0, 0, {"id": "1", "v": "a"}),  # again
+        message("mixed", "UPDATE", t0 + 1000, 0, {"id": "1", "v": "b"}, {"v": "a"}),  # again
+    ])
+    assert dump_rows(session_lake, f"{db}.mixed") == [{"id": 1, "v": "b"}]
+    assert dump_rows(session_lake, f"{db}.late") == [{"id": 1, "v": "c"}]
+    assert (counts[f"{db}.late"].skipped_stale, counts[f"{db}.mixed"].skipped_stale) == (2, 1)
 
 
 def test_ticdc_messages_without_the_rows_values_are_quarantined(spark, session_lake, source):

@@ -24,8 +24,9 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   task: ``id``. canal's ``id`` is the canal server's batch id, which starts again when the server restarts (Apache
   Paimon's captured test streams go from id 94 back to 14 while time moves on): ``es`` (the binlog event's time,
   in milliseconds) first, then ``id``. Else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is
-  always 0); else, for a row change whose ``id`` is 0 or absent (TiCDC without the extension, hand-made streams),
-  :data:`NO_MESSAGE_ID`: older than any id, arrival order among themselves. A DDL message's ``id`` 0 (CKafka's)
+  always 0); else, for a row change whose ``id`` is 0 or absent (TiCDC without the extension, some DTS products,
+  hand-made streams): ``es``, then :data:`NO_MESSAGE_ID` (older than any id of that millisecond), arrival order
+  among changes of one ``es``; a DRS message's: :data:`NO_MESSAGE_ID` alone. A DDL message's ``id`` 0 (CKafka's)
   means none (normalize takes the nearest row change's). ``source_ts``: ``es`` (milliseconds, or seconds for
   CKafka's DDL).
 - TiCDC's ``TIDB_WATERMARK`` messages (its TiDB extension) are skipped with a counted reason.
@@ -48,7 +49,8 @@ from cdclake.records import SOURCE_POSITION_SEGMENT, hex_segment
 DML_TYPES = {"INSERT": "c", "UPDATE": "u", "DELETE": "d", "INIT": "r"}
 DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX", "DDL", "INIT_DDL")
 NO_MESSAGE_ID = "0" * SOURCE_POSITION_SEGMENT
-"""Source position of a row change whose message ``id`` is 0 or absent: before every positioned change."""
+"""The ``id`` segment of a row change whose message ``id`` is 0 or absent: before every id (a DRS message's whole
+source position, before every positioned change)."""
 SQLTYPES_SCHEMA_PREFIX = '{"sqltypes":'
 """How a row change's ``row_schema`` begins: the message's SQL types (``mysqlType``/``columnType``, ``sqlType``)."""
 
@@ -105,10 +107,14 @@ def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
     commit_ts = F.trim(j["_tidb"]["commitTs"])
     no_id = id_.isNull() | id_.rlike(r"^0+$")
     by_id = hex_segment(id_)
-    by_time = F.concat(hex_segment(F.coalesce(epoch_millis(j["es"]), F.lit(0))), by_id)
+    es = hex_segment(F.coalesce(epoch_millis(j["es"]), F.lit(0)))
+    by_time = F.concat(es, by_id)
+    # Without an id, canal's order is still the binlog event's time: `es`, then arrival (DRS orders by id alone).
+    by_time_alone = F.concat(es, F.lit(NO_MESSAGE_ID))
     return (F.when(positive_integer(id_), by_id if drs else F.when(_is_drs(j), by_id).otherwise(by_time))
             .when(positive_integer(commit_ts), hex_segment(commit_ts))
-            .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID)))
+            .when(no_id & ~_is_ddl(j), F.lit(NO_MESSAGE_ID) if drs else F.when(_is_drs(j), F.lit(NO_MESSAGE_ID))
+                  .otherwise(by_time_alone)))
 
 
 def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) -> dict[str, Column]:
