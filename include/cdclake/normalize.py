@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -56,7 +55,7 @@ from cdclake.catalog import (
 from cdclake.evolution import decimal_target, fits, incompatibility
 from cdclake.exceptions import SchemaError
 from cdclake.formats import get_normalizer, key_columns, table_columns
-from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX
+from cdclake.formats.canal import SQLTYPES_SCHEMA_PREFIX, arrival_ordered
 from cdclake.formats.debezium import AFTER_SNAPSHOT
 from cdclake.formats.common import parse_json_schema
 from cdclake.formats.connect import (
@@ -1171,10 +1170,10 @@ def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[st
     """The source position of a DDL record without one: that of its table's row change next to it in its batch, in
     landing order (file, then message): the next one, else the previous one's, else that of the table's last
     change in the source's earlier batches (``earlier``). A position taken from a change before the statement gets
-    :data:`AFTER_ROW_CHANGE` (unless it is all zeros: changes without positions, in arrival order). Only the
-    table's own changes (under any of ``table_ids``: its id, then the ids it had before renames) order its
-    statement: they share a Kafka partition, other tables' may lag behind in another one (a ``kcat -J`` file holds
-    several)."""
+    :data:`AFTER_ROW_CHANGE`, unless changes at it keep arrival order (zeros, canal's ``es`` without an ``id``:
+    :func:`~cdclake.formats.canal.arrival_ordered`). Only the table's own changes (under any of ``table_ids``: its
+    id, then the ids it had before renames) order its statement: they share a Kafka partition, other tables' may
+    lag behind in another one (a ``kcat -J`` file holds several)."""
     rows = parsed.where(F.col("table_id").isin(*table_ids) & F.col("source_pos").isNotNull()
                         & (F.col("status") == "ok"))
     file_index, index = F.lit(record["file_index"]), F.lit(record["index"])
@@ -1184,8 +1183,8 @@ def _ddl_position(parsed: DataFrame, record: dict[str, Any], table_ids: tuple[st
         return str(after[0])
     before = rows.where(~later).orderBy(F.desc("file_index"), F.desc("index")).select("source_pos").first()
     position_before = before[0] if before is not None else earlier(table_ids)
-    if position_before is None or not re.search("[1-9a-f]", position_before):
-        return position_before  # no position (zeros: arrival order), so none to stay after
+    if position_before is None or arrival_ordered(position_before):
+        return position_before  # arrival order among changes at it: its own landing tail places the statement
     return position_before + AFTER_ROW_CHANGE
 
 

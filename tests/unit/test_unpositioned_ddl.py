@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from cdclake.reader import dump_rows, list_tables
 from tests.support.canal_batches import apply_messages
 
@@ -243,3 +245,33 @@ def test_a_truncate_among_changes_without_positions_keeps_arrival_order(spark, s
     apply_messages(spark, session_lake, db, "1", [message("INSERT", 1700000002000, data=[{"k": "2", "v": "b"}])],
                    fmt="canal")
     assert dump_rows(session_lake, f"{db}.t") == [{"k": 2, "v": "b"}]
+
+
+@pytest.mark.parametrize("es", [1700000000000, None], ids=["one-es", "no-es"])
+def test_statements_among_changes_without_ids_stay_before_the_next_batchs_changes_of_their_es(
+        spark, session_lake, es: int | None) -> None:
+    # canal messages with `id` 0 are ordered by `es` (one second in MySQL), then arrival: a TRUNCATE or an ADD
+    # COLUMN .. DEFAULT placed after a row change of that `es` comes before the next batch's changes of the same
+    # `es` (or of none), which then stay: the row inserted after the TRUNCATE, the NULL written after the ADD.
+    db = f"canes{uuid.uuid4().hex[:6]}"
+
+    def message(table: str, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"id": 0, "database": db, "table": table, "pkNames": ["k"], "isDdl": kind in ("TRUNCATE", "ALTER"),
+                "type": kind, "ts": 1700000000005, "sql": "", "sqlType": {"k": 4, "v": 12},
+                "mysqlType": {"k": "int", "v": "varchar(10)"}, "data": None, "old": None,
+                **({"es": es} if es else {}), **fields}
+
+    ddl: dict[str, Any] = {"pkNames": None, "sqlType": None, "mysqlType": None}
+    apply_messages(spark, session_lake, db, "0", [
+        message("t", "INSERT", data=[{"k": "1", "v": "a"}]),
+        message("t", "TRUNCATE", sql="TRUNCATE TABLE t", **ddl),
+        message("u", "INSERT", data=[{"k": "1", "v": "a"}]),
+        message("u", "ALTER", sql="ALTER TABLE u ADD COLUMN c int DEFAULT 5", **ddl),
+    ])
+    apply_messages(spark, session_lake, db, "1", [
+        message("t", "INSERT", data=[{"k": "2", "v": "b"}]),
+        message("u", "INSERT", data=[{"k": "2", "v": "b", "c": None}], sqlType={"k": 4, "v": 12, "c": 4},
+                mysqlType={"k": "int", "v": "varchar(10)", "c": "int"}),
+    ])
+    assert _tables(session_lake, db) == {f"{db}.t": [{"k": 2, "v": "b"}],
+                                         f"{db}.u": [{"k": 1, "v": "a", "c": 5}, {"k": 2, "v": "b", "c": None}]}

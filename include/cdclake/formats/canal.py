@@ -26,7 +26,8 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   in milliseconds) first, then ``id``. Else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is
   always 0); else, for a row change whose ``id`` is 0 or absent (TiCDC without the extension, some DTS products,
   hand-made streams): ``es``, then :data:`NO_MESSAGE_ID` (older than any id of that millisecond), arrival order
-  among changes of one ``es``; a DRS message's: :data:`NO_MESSAGE_ID` alone. A DDL message's ``id`` 0 (CKafka's)
+  among changes of one ``es`` (:func:`arrival_ordered`; without a readable ``es``: zeros, older than any change
+  with one); a DRS message's: :data:`NO_MESSAGE_ID` alone. A DDL message's ``id`` 0 (CKafka's)
   means none (normalize takes the nearest row change's). ``source_ts``: ``es`` (milliseconds, or seconds for
   CKafka's DDL).
 - TiCDC's ``TIDB_WATERMARK`` messages (its TiDB extension) are skipped with a counted reason.
@@ -34,6 +35,7 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -51,6 +53,18 @@ DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX"
 NO_MESSAGE_ID = "0" * SOURCE_POSITION_SEGMENT
 """The ``id`` segment of a row change whose message ``id`` is 0 or absent: before every id (a DRS message's whole
 source position, before every positioned change)."""
+_ARRIVAL_ORDERED = re.compile(f"[0-9a-f]{{{SOURCE_POSITION_SEGMENT}}}{NO_MESSAGE_ID}|0*")
+
+
+def arrival_ordered(source_position: str) -> bool:
+    """Whether changes at ``source_position`` keep only their arrival order among themselves, so a statement
+    without a position placed after one of them (``normalize._ddl_position``) must not rank after later arrivals
+    at it: zeros (a stream without positions), or a canal row change's ``es`` without an ``id`` (two segments, the
+    second :data:`NO_MESSAGE_ID`; no other format's source position has that form: binlog positions have three
+    segments, PostgreSQL's and Oracle's second is a non-zero LSN or SCN)."""
+    return _ARRIVAL_ORDERED.fullmatch(source_position) is not None
+
+
 SQLTYPES_SCHEMA_PREFIX = '{"sqltypes":'
 """How a row change's ``row_schema`` begins: the message's SQL types (``mysqlType``/``columnType``, ``sqlType``)."""
 
