@@ -57,6 +57,7 @@ def qualifies_recorded(source_table: str, recorded: str | None) -> bool:
     qualifies for any name."""
     return recorded is None or source_table.endswith(f".{recorded}")
 
+
 BOOKKEEPING_PREFIX = "_cdc_"
 
 

@@ -418,6 +418,10 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
                 outcome.dropped[tid] = outcome.tables[tid]
         return "ok", "", {"table_id": tid, "op": "t"}
     definition = outcome.tables.setdefault(tid, TableDefinition())
+
+    def earlier_default(d: ColumnDefault, name: str) -> bool:  # an earlier statement's, of column `name`
+        return d.record is not record and d.column.lower() == name.lower()
+
     for old, new in event.renamed:
         outcome.changes.append(LakeChange("rename_column", tid, old, new, event.sql, where))
         if old in definition.columns:
@@ -425,11 +429,15 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
         if old in definition.sql_types:
             definition.sql_types[new] = definition.sql_types.pop(old)
         definition.key = tuple(new if k == old else k for k in definition.key)
+        # A DEFAULT the batch added to the column is filled under its new name.
+        definition.defaults = [replace(d, column=new) if earlier_default(d, old) else d for d in definition.defaults]
     for name in event.dropped:
         outcome.changes.append(LakeChange("drop_column", tid, name, "", event.sql, where))
         definition.columns.pop(name, None)
         definition.sql_types.pop(name, None)
         definition.dropped_at[name] = record
+        # The rows it filled lost the column: a column added again under the name starts without them.
+        definition.defaults = [d for d in definition.defaults if not earlier_default(d, name)]
     for column in event.added:
         outcome.changes.append(LakeChange("add_column", tid, column.name, "", event.sql, where))
     if event.new_table:

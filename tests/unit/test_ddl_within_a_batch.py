@@ -105,6 +105,27 @@ def test_a_change_from_before_an_added_default_that_arrives_later_takes_the_defa
     assert lake[4] == [(1, None), (4, None), (5, None), (6, None)]
 
 
+def test_a_default_added_in_a_batch_follows_its_column_through_a_later_rename_or_drop(spark, session_lake) -> None:
+    # MySQL filled the ADD's default into the rows before it; a RENAME COLUMN later in the batch keeps those values
+    # under the new name, a DROP COLUMN removes them (a column added again starts empty).
+    source = f"defren_{uuid.uuid4().hex[:6]}"
+    renamed, readded = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("renamed", "readded"))
+    messages = []
+    for db, then, column in ((renamed, "RENAME COLUMN `c` TO `d`", "d"), (readded, "DROP COLUMN `c`", "c")):
+        messages += [canal(db, "INSERT", [{"id": "1", "name": "a"}], 10),
+                     _ddl(db, "ALTER TABLE `items` ADD COLUMN `c` int NOT NULL DEFAULT 5", 20),
+                     _ddl(db, f"ALTER TABLE `items` {then}", 30)]
+        if db == readded:
+            messages.append(_ddl(db, "ALTER TABLE `items` ADD COLUMN `c` int", 40))
+        messages.append(canal(db, "INSERT", [{"id": "2", "name": "b", column: "6"}], 50,
+                              types={"id": ("int", 4), "name": ("varchar(20)", 12), column: ("int", 4)}))
+    apply_messages(spark, session_lake, source, "0", messages)
+    assert {db: dump_rows(session_lake, f"{db}.items") for db in (renamed, readded)} == {
+        renamed: [{"id": 1, "name": "a", "d": 5}, {"id": 2, "name": "b", "d": 6}],
+        readded: [{"id": 1, "name": "a", "c": None}, {"id": 2, "name": "b", "c": 6}],
+    }
+
+
 def test_enum_and_set_numbers_are_read_by_each_messages_own_member_list(spark, session_lake) -> None:
     # canal sends an enum's index (sqlType 4) and a set's bitmask (-7); a batch holds messages from before and after
     # an ALTER that changed the lists: `2` is `c` of enum('a','c') and `b` of enum('a','b','c').
