@@ -829,8 +829,10 @@ def _apply_action(action: exp.Expr, src: _Source, dialect: str, parts: _AlterPar
     elif isinstance(action, exp.ModifyColumn):
         column = _column(action.this, src, dialect)
         parts.modified.append(column)
-        if action.args.get("rename_from") is not None:  # MySQL CHANGE old new type
-            parts.renamed.append((action.args["rename_from"].name, column.name))
+        old = action.args.get("rename_from")
+        # MySQL CHANGE old new type; `CHANGE c c bigint` (MySQL's names ignore case) only changes the type.
+        if old is not None and old.name.lower() != column.name.lower():
+            parts.renamed.append((old.name, column.name))
     elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
         type_text = _type_text(action.this, action.args["dtype"], src, dialect, frozenset({"SET", "DATA", "TYPE"}))
         parts.modified.append(DdlColumn(action.this.name, type_text, action.args.get("allow_null") is not False))

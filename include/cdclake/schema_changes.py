@@ -350,6 +350,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             what = _describe(event)
             if event.kind == "alter_table":  # types are knowledge, whatever the policy
                 definition = outcome.tables.setdefault(tid, TableDefinition())
+                if policy == "evolve":  # a column the statement renames or drops may be added again in it
+                    _rename_and_drop_columns(definition, event, record)
                 definition.columns.update(_columns(dialect, [*event.added, *event.modified]))
                 definition.sql_types.update({c.name: (dialect, c.type_text) for c in [*event.added, *event.modified]})
                 if event.primary_key:
@@ -367,7 +369,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 if event.kind == "alter_table":  # before _evolve, which moves the definition of a renamed table
                     outcome.tables[tid].defaults += [ColumnDefault(c.name, c.default, record) for c in event.added
                                                      if c.default is not None]
-                results.append(_evolve(event, tid, namespace, str(where), outcome, record))
+                results.append(_evolve(event, tid, namespace, str(where), outcome))
         status, reason, changes = results[0] if results else ("skip", "DDL: no effect on tables", {})
         done(status, reason, **changes)
         if status == "ok":
@@ -408,8 +410,31 @@ def _copy_like(event: DdlEvent, source: str, definition: TableDefinition, outcom
         definition.key = known.key
 
 
-def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcome: Outcome,
-            record: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def _rename_and_drop_columns(definition: TableDefinition, event: DdlEvent, record: dict[str, Any]) -> None:
+    """What an ``ALTER TABLE``'s renames and drops do to the batch's definition of the table, before its added and
+    changed columns (``DROP COLUMN c, ADD COLUMN c``, ``RENAME COLUMN c TO d, ADD COLUMN c``, ``CHANGE a b
+    bigint``)."""
+    def same(d: ColumnDefault, name: str) -> bool:
+        return d.column.lower() == name.lower()
+
+    for old, new in event.renamed:
+        if old in definition.columns:
+            definition.columns[new] = replace(definition.columns.pop(old), name=new)
+        if old in definition.sql_types:
+            definition.sql_types[new] = definition.sql_types.pop(old)
+        definition.key = tuple(new if k == old else k for k in definition.key)
+        # A DEFAULT the batch added to the column is filled under its new name.
+        definition.defaults = [replace(d, column=new) if same(d, old) else d for d in definition.defaults]
+    for name in event.dropped:
+        definition.columns.pop(name, None)
+        definition.sql_types.pop(name, None)
+        definition.dropped_at[name] = record
+        # The rows it filled lost the column: a column added again under the name starts without them.
+        definition.defaults = [d for d in definition.defaults if not same(d, name)]
+
+
+def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
+            outcome: Outcome) -> tuple[str, str, dict[str, Any]]:
     """The ``evolve`` outcome of a statement that changes a table; renames and drops become lake changes."""
     if event.kind in ("truncate", "drop_table"):
         if event.kind == "drop_table":  # a later CREATE of the name starts a new lake table (ddl_history)
@@ -417,27 +442,10 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str, outcom
             if tid in outcome.tables:
                 outcome.dropped[tid] = outcome.tables[tid]
         return "ok", "", {"table_id": tid, "op": "t"}
-    definition = outcome.tables.setdefault(tid, TableDefinition())
-
-    def earlier_default(d: ColumnDefault, name: str) -> bool:  # an earlier statement's, of column `name`
-        return d.record is not record and d.column.lower() == name.lower()
-
     for old, new in event.renamed:
         outcome.changes.append(LakeChange("rename_column", tid, old, new, event.sql, where))
-        if old in definition.columns:
-            definition.columns[new] = replace(definition.columns.pop(old), name=new)
-        if old in definition.sql_types:
-            definition.sql_types[new] = definition.sql_types.pop(old)
-        definition.key = tuple(new if k == old else k for k in definition.key)
-        # A DEFAULT the batch added to the column is filled under its new name.
-        definition.defaults = [replace(d, column=new) if earlier_default(d, old) else d for d in definition.defaults]
     for name in event.dropped:
         outcome.changes.append(LakeChange("drop_column", tid, name, "", event.sql, where))
-        definition.columns.pop(name, None)
-        definition.sql_types.pop(name, None)
-        definition.dropped_at[name] = record
-        # The rows it filled lost the column: a column added again under the name starts without them.
-        definition.defaults = [d for d in definition.defaults if not earlier_default(d, name)]
     for column in event.added:
         outcome.changes.append(LakeChange("add_column", tid, column.name, "", event.sql, where))
     if event.new_table:
