@@ -830,8 +830,8 @@ def _apply_action(action: exp.Expr, src: _Source, dialect: str, parts: _AlterPar
         column = _column(action.this, src, dialect)
         parts.modified.append(column)
         old = action.args.get("rename_from")
-        # MySQL CHANGE old new type; `CHANGE c c bigint` (MySQL's names ignore case) only changes the type.
-        if old is not None and old.name.lower() != column.name.lower():
+        # MySQL CHANGE old new type; `CHANGE c c bigint` only changes the type.
+        if old is not None and old.name != column.name:
             parts.renamed.append((old.name, column.name))
     elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
         type_text = _type_text(action.this, action.args["dtype"], src, dialect, frozenset({"SET", "DATA", "TYPE"}))

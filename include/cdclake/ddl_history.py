@@ -172,8 +172,6 @@ class History:
         tid = self.route(change.table_id)
         renames = self.columns.setdefault(tid, {})
         dropped = self.dropped.setdefault(tid, set())
-        if change.kind == "rename_column" and change.old.lower() == change.new.lower():
-            return True  # the lake keeps its spelling (_execute)
         if change.kind == "rename_column":
             for old, current in list(renames.items()):
                 if current == change.old:
@@ -288,10 +286,11 @@ def _execute(spark: "SparkSession", history: History, change: LakeChange, mark: 
     if change.kind == "rename_column":
         if old is None:
             return None  # already renamed (a re-run), or never in the lake
-        if change.new.lower() == old.lower():
-            log.info("table %s: DDL renames column %s to %s; the lake keeps its spelling (Spark's column names "
-                     "ignore case)", tid, old, change.new)
+        if change.new == old:
             return None
+        if change.new.lower() == old.lower():
+            return (f"table {tid}: DDL renames column {old} to {change.new}, which differs only in case; Spark's "
+                    "column names ignore case, so the lake cannot: set ddl_policy ignore for the table, then replay")
         if change.new.lower() in names:
             return (f"table {tid}: DDL renames column {old} to {change.new}, which the lake table already has")
         spark.sql(f"ALTER TABLE {name} RENAME COLUMN `{old}` TO `{change.new}`")
