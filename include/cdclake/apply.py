@@ -328,40 +328,40 @@ def _fill_document_fields(spark: SparkSession, tid: str, fields: Sequence[Struct
 
 
 def fold_patches(flat: DataFrame, stored: DataFrame, key: Sequence[str]) -> DataFrame:
-    """One change per key for tables that receive partial updates of their ``document`` column (pure).
+    """Full images for the changes of tables that receive partial updates of their ``document`` column (pure).
 
-    The key's changes newer than the stored row are folded in position order (:func:`cdclake.docpatch.fold_sql`);
-    the result is a full image, a delete, or a pending patch applied here to the stored document (or, for a key
-    cdclake has no row of, to ``{"_id": …}``). Changes not newer than the stored row are left out of the fold; a
-    key with only such changes keeps its newest one, which apply then classifies as stale.
+    Each change newer than the stored row becomes what the key's document is just after it: the key's such changes
+    up to it, folded in position order in one pass (:func:`cdclake.docpatch.scan_sql`), are a full image, a delete,
+    or a pending patch applied here to the stored document (or, for a key cdclake has no row of, to ``{"_id": …}``).
+    Every change stays a change of its own, so the changelog, history and counts see each. Changes not newer than
+    the stored row are kept as they are, for apply to classify as stale.
     """
     column = docpatch.PATCH_COLUMN
     stored = stored.select(*key, F.col("_cdc_position").alias("_sp"), F.col(column).alias("_stored_doc"))
-    joined = flat.join(stored, list(key), "left")
-    fresh = F.col("_sp").isNull() | (F.col("_cdc_position") > F.col("_sp"))
-    element = F.struct(F.col("_cdc_position").alias("position"), F.col("_cdc_op").alias("op"),
-                       F.col(column).alias("document"), F.col("_patch").alias("patch"))
+    stale = F.coalesce(F.col("_cdc_position") <= F.col("_sp"), F.lit(False))
     others = [c for c in flat.columns if c not in key]
-    grouped = joined.groupBy(*key).agg(
-        F.max_by(F.struct(*[F.col(c) for c in others]), F.col("_cdc_position")).alias("_last"),
-        F.array_sort(F.collect_list(F.when(fresh, element))).alias("_seq"),
-        F.first("_stored_doc", ignorenulls=True).alias("_stored_doc"),
-    )
-    state = F.expr(docpatch.fold_sql("_seq"))
+    change = F.struct(F.col("_cdc_position").alias("position"), F.col("_cdc_op").alias("op"),
+                      F.col(column).alias("document"), F.col("_patch").alias("patch"), stale.alias("stale"),
+                      F.struct(*others).alias("row"))
+    grouped = flat.join(stored, list(key), "left").groupBy(*key).agg(
+        F.collect_list(change).alias("_changes"), F.first("_stored_doc", ignorenulls=True).alias("_stored_doc"))
+    in_order = F.expr("array_sort(_changes, (l, r) -> "
+                      "CASE WHEN l.position < r.position THEN -1 WHEN l.position > r.position THEN 1 ELSE 0 END)")
+    scanned = grouped.withColumn("_changes", in_order).withColumn(
+        "_states", F.expr(docpatch.scan_sql("_changes", "stale")))
+    rows = scanned.select(*key, "_stored_doc", F.inline(F.arrays_zip("_changes", "_states")))
     base = F.coalesce(F.col("_stored_doc"), F.to_json(F.struct(*[F.col(k) for k in key])))
-    pending = F.expr(docpatch.apply_sql(docpatch.doc_map_sql("_base"), "_state.setm", "_state.unset"))
-    folded = grouped.withColumn("_state", state).withColumn("_base", base)
-    kind = F.col("_state.kind")
-    document = (F.when(kind == "full", F.col("_state.doc")).when(kind == "patch", pending)
-                .otherwise(F.col(f"_last.{column}")))
-    outputs = {c: F.col(f"_last.{c}") for c in others}
-    outputs[column] = document
-    outputs["_cdc_op"] = F.when(kind == "deleted", F.lit("d")).when(
-        kind.isin("full", "patch") & (F.col("_last._cdc_op") == "d"), F.lit("u")).otherwise(F.col("_last._cdc_op"))
+    pending = F.expr(docpatch.apply_sql(docpatch.doc_map_sql("_base"), "_states.setm", "_states.unset"))
+    folded = rows.withColumn("_base", base)
+    kind = F.col("_states.kind")
+    outputs = {c: F.col(f"_changes.row.{c}") for c in others}
+    outputs[column] = F.when(kind == "full", F.col("_states.doc")).when(kind == "patch", pending).otherwise(
+        outputs[column])
+    outputs["_cdc_op"] = F.when(kind == "deleted", F.lit("d")).otherwise(outputs["_cdc_op"])
     outputs["_unavailable"] = F.when(kind.isin("full", "patch"), F.array().cast("array<string>")).otherwise(
-        F.col("_last._unavailable"))
-    outputs["_patch"] = F.lit(None).cast("string")
-    return folded.select(*key, *[outputs[c].alias(c) for c in others])
+        outputs["_unavailable"])
+    outputs["_patch"] = F.when(kind.isNull(), outputs["_patch"])
+    return folded.select(*key, *[outputs[c].alias(c) for c in others]).select(*flat.columns)
 
 
 def classify(changes: DataFrame, stored: DataFrame, tombstones: DataFrame, key: Sequence[str],

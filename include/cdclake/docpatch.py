@@ -20,8 +20,9 @@ from __future__ import annotations
 PATCH_COLUMN = "document"
 """The JSON document column a record's ``patch`` applies to (MongoDB collections: ``_id`` + ``document``)."""
 MARK = "\u0001"
-_STRING_TOKEN = r'"((?:[^"\\\\]|\\\\.)*)"'
-"""A JSON string token (as a Java regex inside a SQL string literal: backslashes doubled twice)."""
+_STRING_TOKEN = r'"([^"\\\\]*+(?:\\\\.[^"\\\\]*+)*+)"'
+"""A JSON string token (as a Java regex inside a SQL string literal: backslashes doubled twice), in the form that
+repeats a group once per escape, not per character (:data:`cdclake.formats.message._JSON_STRING`)."""
 EMPTY_MAP = "map_from_arrays(array(), array())"
 PATCH_STATE = "struct<kind:string,doc:string,setm:map<string,string>,unset:array<string>>"
 """Fold state: ``kind`` none | full | deleted | patch; ``doc`` for full; ``setm``/``unset`` for a pending patch."""
@@ -74,23 +75,41 @@ def apply_sql(doc_fields: str, setm: str, unset: str) -> str:
 
 def fold_sql(changes: str) -> str:
     """SQL: an array of ``struct<op, document, patch>`` in position order -> the fold state (:data:`PATCH_STATE`)."""
-    zero = _state("'none'", "NULL", EMPTY_MAP, "array()")
-    setm, unset = patch_set_sql("c.patch"), patch_unset_sql("c.patch")
-    full = _state("'full'", "c.document", EMPTY_MAP, "array()")
+    return f"aggregate({changes}, {_ZERO}, (s, c) -> {_step_sql('s', 'c')})"
+
+
+def scan_sql(changes: str, passed: str) -> str:
+    """SQL: an array of ``struct<op, document, patch, <passed>>`` in position order -> the fold state just after
+    each element, in one pass; null for an element whose boolean field ``passed`` is true (the fold skips it)."""
+    step, none = _step_sql("a.s", "c"), f"CAST(NULL AS {PATCH_STATE})"
+    zero = f"named_struct('s', {_ZERO}, 'outs', CAST(array() AS array<{PATCH_STATE}>))"
+    return (f"aggregate({changes}, {zero}, (a, c) -> IF(c.{passed}, "
+            f"named_struct('s', a.s, 'outs', concat(a.outs, array({none}))), "
+            # The new state, computed once, is bound to `n` (a one-element transform: SQL has no LET).
+            f"element_at(transform(array({step}), n -> named_struct('s', n, 'outs', concat(a.outs, array(n)))), 1)),"
+            f" a -> a.outs)")
+
+
+def _step_sql(s: str, c: str) -> str:
+    """SQL: the fold state after change ``c`` (``struct<op, document, patch>``), from state ``s``."""
+    setm, unset = patch_set_sql(f"{c}.patch"), patch_unset_sql(f"{c}.patch")
+    full = _state("'full'", f"{c}.document", EMPTY_MAP, "array()")
     deleted = _state("'deleted'", "NULL", EMPTY_MAP, "array()")
-    patched = _state("'full'", apply_sql(doc_map_sql("s.doc"), setm, unset), EMPTY_MAP, "array()")
-    merged_set = f"map_concat(map_filter(s.setm, (k, v) -> NOT map_contains_key({setm}, k) " \
+    patched = _state("'full'", apply_sql(doc_map_sql(f"{s}.doc"), setm, unset), EMPTY_MAP, "array()")
+    merged_set = f"map_concat(map_filter({s}.setm, (k, v) -> NOT map_contains_key({setm}, k) " \
                  f"AND NOT array_contains({unset}, k)), {setm})"
-    merged_unset = f"array_union(filter(s.unset, k -> NOT map_contains_key({setm}, k)), {unset})"
+    merged_unset = f"array_union(filter({s}.unset, k -> NOT map_contains_key({setm}, k)), {unset})"
     pending = _state("'patch'", "NULL", merged_set, merged_unset)
-    step = (f"CASE WHEN c.op = 'd' THEN {deleted} "
-            f"WHEN c.patch IS NULL THEN {full} "
-            f"WHEN s.kind = 'full' THEN {patched} "
-            f"WHEN s.kind = 'deleted' THEN s "
+    return (f"CASE WHEN {c}.op = 'd' THEN {deleted} "
+            f"WHEN {c}.patch IS NULL THEN {full} "
+            f"WHEN {s}.kind = 'full' THEN {patched} "
+            f"WHEN {s}.kind = 'deleted' THEN {s} "
             f"ELSE {pending} END")
-    return f"aggregate({changes}, {zero}, (s, c) -> {step})"
 
 
 def _state(kind: str, doc: str, setm: str, unset: str) -> str:
     return (f"cast(named_struct('kind', {kind}, 'doc', cast({doc} AS string), 'setm', {setm}, 'unset', {unset}) "
             f"AS {PATCH_STATE})")
+
+
+_ZERO = _state("'none'", "NULL", EMPTY_MAP, "array()")

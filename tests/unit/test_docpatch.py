@@ -72,35 +72,46 @@ def oracle(stored: dict[str, Any] | None, changes: list[tuple[str, Any]], oid: s
     return doc
 
 
+def random_changes(rng: random.Random, oid: str, most: int) -> list[tuple[str, Any]]:
+    """1 to ``most - 1`` changes: deletes, full documents (``full``) and patches (``u``)."""
+    changes: list[tuple[str, Any]] = []
+    for _ in range(rng.randrange(1, most)):
+        r = rng.random()
+        changes.append(("d", None) if r < 0.1 else ("full", document(rng, oid)) if r < 0.35 else ("u", patch(rng)))
+    return changes
+
+
+def stored_text(stored: dict[str, Any] | None) -> str | None:
+    return json.dumps(stored, ensure_ascii=False) if stored is not None else None
+
+
+def change_row(op: str, payload: Any) -> tuple[str, str | None, str | None]:
+    """(op, document, patch) as the fold reads a change."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return "d" if op == "d" else "u", text if op == "full" else None, text if op == "u" else None
+
+
+def state_document(state: str) -> Any:
+    """The document a fold state gives: its full image, its patch applied to ``base``, or ``stored``."""
+    kind = F.col(f"{state}.kind")
+    return (F.when(kind == "full", F.col(f"{state}.doc"))
+            .when(kind == "patch", F.expr(docpatch.apply_sql(docpatch.doc_map_sql("base"), f"{state}.setm",
+                                                             f"{state}.unset")))
+            .when(kind == "none", F.col("stored")).alias("doc"))
+
+
 def test_fold_and_apply_match_the_oracle(spark):
     rng = random.Random(7)
     cases = []
     for i in range(300):
         oid = f"{i:024x}"
-        stored = document(rng, oid) if rng.random() < 0.7 else None
-        changes: list[tuple[str, Any]] = []
-        for _ in range(rng.randrange(1, 6)):
-            r = rng.random()
-            changes.append(("d", None) if r < 0.1 else ("full", document(rng, oid)) if r < 0.35 else ("u", patch(rng)))
-        cases.append((oid, stored, changes))
-    rows = [
-        (oid, json.dumps(stored, ensure_ascii=False) if stored is not None else None,
-         [("d" if op == "d" else "u", json.dumps(p, ensure_ascii=False) if op == "full" else None,
-           json.dumps(p, ensure_ascii=False) if op == "u" else None) for op, p in changes])
-        for oid, stored, changes in cases
-    ]
+        cases.append((oid, document(rng, oid) if rng.random() < 0.7 else None, random_changes(rng, oid, 5)))
+    rows = [(oid, stored_text(stored), [change_row(op, p) for op, p in changes]) for oid, stored, changes in cases]
     df = spark.createDataFrame(rows, "oid string, stored string, "
                                      "changes array<struct<op:string,document:string,patch:string>>")
     state = df.withColumn("s", F.expr(docpatch.fold_sql("changes"))).withColumn(
         "base", F.coalesce("stored", F.to_json(F.struct(F.col("oid").alias("_id")))))
-    result = state.select(
-        "oid",
-        F.col("s.kind").alias("kind"),
-        F.when(F.col("s.kind") == "full", F.col("s.doc"))
-        .when(F.col("s.kind") == "patch",
-              F.expr(docpatch.apply_sql(docpatch.doc_map_sql("base"), "s.setm", "s.unset")))
-        .when(F.col("s.kind") == "none", F.col("stored")).alias("doc"),
-    ).collect()
+    result = state.select("oid", F.col("s.kind").alias("kind"), state_document("s")).collect()
     by_oid = {r.oid: r for r in result}
     for oid, stored, changes in cases:
         expected = oracle(stored, changes, oid)
@@ -108,6 +119,35 @@ def test_fold_and_apply_match_the_oracle(spark):
         actual = None if got.kind == "deleted" else json.loads(got.doc)
         # Field order is not compared: a field unset and set again within one batch keeps its stored place.
         assert actual == expected, (oid, stored, changes, got)
+
+
+def test_scan_gives_the_document_after_each_change_and_passes_over_skipped_ones(spark):
+    rng = random.Random(11)
+    cases = []
+    for i in range(200):
+        oid = f"{i:024x}"
+        changes = [(op, p, rng.random() < 0.2) for op, p in random_changes(rng, oid, 8)]
+        cases.append((oid, document(rng, oid) if rng.random() < 0.7 else None, changes))
+    rows = [(oid, stored_text(stored), [(*change_row(op, p), passed) for op, p, passed in changes])
+            for oid, stored, changes in cases]
+    df = spark.createDataFrame(rows, "oid string, stored string, "
+                                     "changes array<struct<op:string,document:string,patch:string,passed:boolean>>")
+    scanned = df.withColumn("states", F.expr(docpatch.scan_sql("changes", "passed"))).withColumn(
+        "base", F.coalesce("stored", F.to_json(F.struct(F.col("oid").alias("_id")))))
+    result = scanned.select("oid", F.posexplode("states").alias("i", "s"), "base", "stored").select(
+        "oid", "i", F.col("s.kind").alias("kind"), state_document("s")).collect()
+    got = {(r.oid, r.i): r for r in result}
+    assert len(got) == sum(len(changes) for _, _, changes in cases)
+    for oid, stored, changes in cases:
+        for i, (_, _, passed) in enumerate(changes):
+            state = got[(oid, i)]
+            if passed:
+                assert state.kind is None, (oid, i, state)
+                continue
+            folded = [(op, p) for op, p, skip in changes[: i + 1] if not skip]
+            expected = oracle(stored, folded, oid)
+            actual = None if state.kind == "deleted" else json.loads(state.doc)
+            assert actual == expected, (oid, i, stored, changes, state)
 
 
 def test_round_trip_keeps_every_value_type(spark):

@@ -269,6 +269,60 @@ def test_drs_mongodb_partial_updates_patch_the_stored_document(spark, session_la
     assert json.loads(row["document"]) == {"_id": "64650cf67dc36a464e76e583", "column1": "aaa"}
 
 
+def test_each_drs_mongodb_change_of_a_batch_is_its_own_changelog_row_and_count(spark, session_lake, source):
+    # Patches are folded into full documents change by change: the changelog holds the document after each change
+    # (it held one folded `noop` row per key), and changes older than the stored document are each counted stale.
+    from cdclake.apply import changelog_table_id
+    from cdclake.settings import CATALOG_NAME
+
+    db = f"m{uuid.uuid4().hex[:8]}"
+    docs = [json.loads(text(n).replace('"db": "ljx"', f'"db": "{db}"')) for n in MONGO]
+    first = apply_messages(spark, session_lake, source, "0", docs[:4], fmt="drs")[f"{db}.ljx"]
+    # The delete, and the replace and the $set delivered again: older than the stored document.
+    second = apply_messages(spark, session_lake, source, "1", [docs[1], docs[2], docs[4]], fmt="drs")[f"{db}.ljx"]
+    assert (first.inserted, first.updated, first.skipped_stale, first.rows_after) == (1, 0, 0, 1)  # per key
+    assert (second.deleted, second.skipped_stale, second.rows_after) == (1, 2, 0)
+    changelog = spark.table(f"{CATALOG_NAME}.{changelog_table_id(f'{db}.ljx')}").orderBy("_cdc_position").collect()
+    oid = "64650cf67dc36a464e76e583"
+    assert [(r["_cdc_action"], r["document"] and json.loads(r["document"])) for r in changelog] == [
+        ("insert", {"_id": oid, "c1": "baz", "tags": ["mongodb", "database", "NoSQL"]}),
+        ("update", {"_id": oid, "c1": "sss"}),
+        ("update", {"_id": oid, "c1": "aaa"}),
+        ("update", {"_id": oid, "column1": "aaa"}),
+        ("delete", None),
+    ]
+
+
+def test_long_string_values_are_read_in_every_regex_that_matches_json_strings(spark, session_lake, source):
+    # Java's regex engine recursed once per character of a string in `"(?:[^"\\]|\\.)*"`: a string of a few
+    # thousand characters overflowed the stack and the driver died (a canal row with a fractional number, whose
+    # strings are matched to quote the numbers; a MongoDB document patched or converted from shell syntax).
+    text_value = 'quote \\" and ' + "x" * 60000 + " é"
+    db = f"m{uuid.uuid4().hex[:8]}"
+    mongo = [json.loads(text(n).replace('"db": "ljx"', f'"db": "{db}"')) for n in MONGO[:1] + MONGO[2:3]]
+    mongo[0]["value"] = mongo[0]["value"].replace('"baz"', json.dumps(text_value))
+    apply_messages(spark, session_lake, source, "0", mongo, fmt="drs")
+    (row,) = dump_rows(session_lake, f"{db}.ljx")
+    assert json.loads(row["document"])["c1"] == "aaa" and json.loads(row["document"])["tags"][0] == "mongodb"
+
+    canal_db = f"c{uuid.uuid4().hex[:8]}"
+    message = {"data": [{"id": "1", "note": text_value, "amount": 12345678901234567.89}], "database": canal_db,
+               "es": 1, "id": 1, "isDdl": False, "mysqlType": {"id": "int", "note": "longtext",
+                                                              "amount": "decimal(20,2)"},
+               "old": None, "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "note": 2005, "amount": 3},
+               "table": "items", "ts": 1, "type": "INSERT"}
+    line = json.dumps(message).replace("1.2345678901234568e+16", "12345678901234567.89")
+    assert "12345678901234567.89" in line
+    from cdclake.pipeline import apply_batch
+
+    batch_id, _, _, _ = land_files(session_lake, source=source,
+                                   files=[InputFile(f"mem://{source}/long.jsonl", (line + "\n").encode("utf-8"))])
+    assert normalize_batch(spark, session_lake, source=source, batch_id=batch_id, fmt="canal").quarantined == 0
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert dump_rows(session_lake, f"{canal_db}.items") == [
+        {"id": 1, "note": text_value, "amount": "12345678901234567.89"}]
+
+
 def test_a_drs_mongodb_update_with_the_oplogs_format_version_1_is_applied(spark, session_lake, source):
     # MongoDB 3.6-4.4 oplog updates carry "$v": 1 beside the operators: a format version, not an operator.
     # ("$v": 2 is the diff format, {"$v": 2, "diff": ...}, which cdclake does not read: quarantined.)

@@ -296,7 +296,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
     ]
 
 
-_YB_CELL = (r'\{\s*"value"\s*:\s*(?:null|true|false|-?[0-9.eE+-]+|"(?:[^"\\]|\\.)*")'
+_YB_CELL = (r'\{\s*"value"\s*:\s*(?:null|true|false|-?[0-9.eE+-]+|"[^"\\]*+(?:\\.[^"\\]*+)*+")'
             r'\s*,\s*"set"\s*:\s*(?:true|false)\s*\}')
 """A column of YugabyteDB's ``yboutput`` plugin: ``{"value": ..., "set": true}`` (an unchanged column is null)."""
 

@@ -151,7 +151,9 @@ def _plan(accepted: tuple[Shape, ...], known: tuple[Shape, ...], fmt: str) -> Co
     return cached_plan(("parse", *key), lambda: _build_plan(accepted, known, fmt))
 
 
-_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+_JSON_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+"""A JSON string token. Java's regex engine recurses once per repetition of a group, so a long string in
+``"(?:[^"\\]|\\.)*"`` overflowed the stack and took the driver down; a group here repeats once per escape."""
 _JSON_FRACTION = r"-?\d+(?:\.\d+(?:[eE][+-]?\d+)?|[eE][+-]?\d+)"
 
 

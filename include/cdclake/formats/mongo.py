@@ -34,7 +34,7 @@ ROW_SCHEMA = '{"mongo":true}'
 KEY_SCHEMA = '{"pkNames":["_id"]}'
 COLUMNS = ("_id", "document")
 
-_OUTSIDE_STRINGS = r"""(?=(?:(?:[^"\\]|\\.)*+"(?:[^"\\]|\\.)*+")*+(?:[^"\\]|\\.)*+$)"""
+_OUTSIDE_STRINGS = r"""(?=(?:[^"\\]*+(?:\\.[^"\\]*+)*+"[^"\\]*+(?:\\.[^"\\]*+)*+")*+[^"\\]*+(?:\\.[^"\\]*+)*+$)"""
 """After a helper: what follows holds whole JSON strings only, so the helper was not inside a string value (a
 helper's own text holds whole strings too). Text such as ``"counts as NumberLong(5)"`` stays as it is."""
 
@@ -101,7 +101,7 @@ def _columns(j: Column, row: Column, row_index: Column) -> dict[str, Column]:
     op = F.element_at(F.create_map(*[F.lit(x) for kv in _OPS.items() for x in kv]), F.upper(F.trim(j["op"])))
     doc_id = F.get_json_object(F.coalesce(where, value), "$._id")
     key_text = F.to_json(F.struct(doc_id.alias("_id")))
-    clock = F.split(F.coalesce(j["clusterTime"], F.lit("")), ":")
+    clock = F.split(F.coalesce(F.trim(j["clusterTime"]), F.lit("")), ":")
     secs, inc = F.element_at(clock, 1), F.element_at(clock, 2)
     position = F.when(
         secs.rlike(r"^\d+$") | F.trim(j["id"]).rlike(r"^\d+$"),
@@ -139,6 +139,9 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
          _not_a_document("where", F.col("_mw")), "quarantine"),
         (F.get_json_object(cols["key_text"], "$._id").isNull(), F.lit("no _id in where or value"), "quarantine"),
         (cols["source_pos"].isNull(), F.lit("no source position: clusterTime and id are missing"), "quarantine"),
+        # An unread clusterTime would rank the change below every change that has one: a newer change lost.
+        (~F.trim(j["clusterTime"]).rlike(r"^(\d+(:\d+)?)?$"),
+         F.concat(F.lit("field clusterTime '"), j["clusterTime"], F.lit("' is not seconds:increment")), "quarantine"),
         ((cols["op"] == "u") & operators & _bad_operator(value).isNotNull(), _bad_operator(value), "quarantine"),
         (cols["op"].isin("c", "r") & operators,
          F.lit("MongoDB insert whose value is update operators, not a document"), "quarantine"),
