@@ -63,11 +63,24 @@ KINDS = (
     "drop_database",
     "create_index",
     "drop_index",
+    "temporary_table",
     "other",
 )
-"""Every value of :attr:`DdlEvent.kind`."""
+"""Every value of :attr:`DdlEvent.kind`. ``temporary_table``: a CREATE or DROP of a temporary table (MySQL writes
+``DROP /*!40005 TEMPORARY */ TABLE`` to its binlog when a session ends); its name may be a real table's, which the
+statement does not touch."""
 
 _SNIPPET_CHARS = 80
+# MySQL's executable comment around TEMPORARY (``DROP /*!40005 TEMPORARY */ TABLE``, as its binlog writes it): the
+# server runs its text. Matched outside quoted strings and names: a quote's text is matched whole (group 1) and kept.
+# Other executable comments stay comments (``/*!80023 INVISIBLE */``: nothing cdclake reads).
+_TEMPORARY_COMMENT = re.compile(
+    r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`(?:[^`]|``)*`)|/\*M?!(?:\d{5,6})?\s*(TEMPORARY)\s*\*/""",
+    re.S | re.I)
+# MySQL index statements' ALGORITHM, LOCK and COMMENT options (``DROP INDEX ix ON t ALGORITHM=INPLACE LOCK=NONE``),
+# which sqlglot does not read; an index statement changes no column, so they are dropped before parsing.
+_INDEX_STATEMENT = re.compile(r"\s*(?:DROP\s+|CREATE\s+(?:(?:UNIQUE|FULLTEXT|SPATIAL)\s+)?)INDEX\b", re.I)
+_INDEX_OPTION = re.compile(r"\b(?:(?:ALGORITHM|LOCK)\b\s*(?:=\s*)?\w+|COMMENT\s*(?:=\s*)?'(?:[^'\\]|\\.|'')*')", re.I)
 _DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)")
 _SYNTHETIC_TABLE = "_cdclake_ddl_columns"
 
@@ -346,6 +359,12 @@ def _split_statements(sql: str, dialect: str) -> list[str]:
 
 
 def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
+    if dialect == "mysql":
+        executed = _TEMPORARY_COMMENT.sub(lambda m: m.group(1) or f" {m.group(2)} ", text) if "/*" in text else text
+        if _INDEX_STATEMENT.match(executed):
+            executed = _INDEX_OPTION.sub(" ", executed)
+        if executed != text:
+            return [replace(event, sql=text) for event in _parse_statement(executed, dialect)]
     src = _Source.of(text, dialect)
     if dialect == "mysql":
         readable, spatial = _mysql_readable(src)
@@ -458,11 +477,13 @@ def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
         if table is None:
             return DdlEvent("create_index", None, None, sql=src.text)
         return _table_event("create_index", table, src.text)
-    if kind != "TABLE":
+    properties = tree.args.get("properties")
+    if kind != "TABLE" or any(isinstance(p, exp.TemporaryProperty) for p in (properties.expressions
+                                                                               if properties else ())):
         table = target.this if isinstance(target, exp.Schema) else target
-        return DdlEvent("other", _qualifier(table), table.name or None, sql=src.text)
+        return DdlEvent("other" if kind != "TABLE" else "temporary_table", _qualifier(table), table.name or None,
+                        sql=src.text)
     if not isinstance(target, exp.Schema):  # CREATE TABLE t LIKE s, or .. AS SELECT: no column list to read
-        properties = tree.args.get("properties")
         like = next((p for p in (properties.expressions if properties else ()) if isinstance(p, exp.LikeProperty)),
                     None)
         if like is None:
@@ -823,12 +844,16 @@ def _apply_action(action: exp.Expr, src: _Source, dialect: str, parts: _AlterPar
         parts.added.append(_column(action, src, dialect, added=True))
         if _has_inline_primary_key(action):
             parts.primary_key.append(action.name)
-    elif isinstance(action, exp.Schema):  # Oracle ADD (c NUMBER, d DATE)
+    elif isinstance(action, exp.Schema):  # Oracle ADD (c NUMBER, d DATE); MySQL ADD COLUMN (c int, PRIMARY KEY (c))
         for element in action.expressions:
             _apply_action(element, src, dialect, parts)
+    elif isinstance(action, (exp.PrimaryKey, exp.Constraint)) and _constraint_key(action):
+        parts.primary_key.extend(_constraint_key(action))
     elif isinstance(action, exp.ModifyColumn):
         column = _column(action.this, src, dialect)
         parts.modified.append(column)
+        if _has_inline_primary_key(action.this):  # MODIFY k int PRIMARY KEY
+            parts.primary_key.append(column.name)
         old = action.args.get("rename_from")
         # MySQL CHANGE old new type; `CHANGE c c bigint` only changes the type.
         if old is not None and old.name != column.name:
@@ -869,11 +894,14 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     parenthesized = i < len(action.tokens) and action.tokens[i].token_type == TokenType.L_PAREN
     close = _matching_close(action.tokens, i) if parenthesized else None
     if verb in ("ADD", "MODIFY") and close == len(action.tokens) - 1:
-        columns = _column_defs(action.span(i + 1, close - 1), dialect, added=verb == "ADD")
+        columns, key = _column_defs(action.span(i + 1, close - 1), dialect, added=verb == "ADD")
         (parts.added if verb == "ADD" else parts.modified).extend(columns)
+        parts.primary_key.extend(key)
         return
     if verb == "MODIFY" and not parenthesized and i < len(action.tokens):
-        parts.modified.extend(_column_defs(action.span(i, len(action.tokens) - 1), dialect))
+        columns, key = _column_defs(action.span(i, len(action.tokens) - 1), dialect)
+        parts.modified.extend(columns)
+        parts.primary_key.extend(key)
         return
     if verb == "DROP" and close == len(action.tokens) - 1:
         names = _split_top_level(action.tokens[i + 1 : close])
@@ -895,13 +923,17 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     parts.other_actions += 1
 
 
-def _column_defs(defs: str, dialect: str, *, added: bool = False) -> list[DdlColumn]:
-    """Column definitions (``a int, b varchar(3)``) parsed by sqlglot inside a synthetic CREATE TABLE."""
+def _column_defs(defs: str, dialect: str, *, added: bool = False) -> tuple[list[DdlColumn], list[str]]:
+    """Column definitions (``a int, b varchar(3)``) parsed by sqlglot inside a synthetic CREATE TABLE, and the
+    primary key among them (MySQL's ``ADD (k int, PRIMARY KEY (k))``, ``MODIFY k int PRIMARY KEY``)."""
     parsed = _try_parse(f"CREATE TABLE {_SYNTHETIC_TABLE} ({defs})", dialect)
     if parsed is None or not isinstance(parsed[0], exp.Create) or not isinstance(parsed[0].this, exp.Schema):
         raise DdlError(f"cannot parse column definitions {_snippet(defs)!r}")
     tree, src = parsed
-    return [_column(e, src, dialect, added=added) for e in tree.this.expressions if isinstance(e, exp.ColumnDef)]
+    elements = tree.this.expressions
+    key = [name for e in elements if not isinstance(e, exp.ColumnDef) for name in _constraint_key(e)] or [
+        e.name for e in elements if isinstance(e, exp.ColumnDef) and _has_inline_primary_key(e)]
+    return [_column(e, src, dialect, added=added) for e in elements if isinstance(e, exp.ColumnDef)], key
 
 
 def _identifier_text(group: Sequence[Token]) -> str:
@@ -944,7 +976,8 @@ def _drop_events(tree: exp.Drop, sql: str) -> list[DdlEvent]:
     kind = (tree.args.get("kind") or "").upper()
     targets = tree.args.get("tables") or []
     if kind == "TABLE":
-        return [_table_event("drop_table", t, sql) for t in targets]
+        return [_table_event("temporary_table" if tree.args.get("temporary") else "drop_table", t, sql)
+                for t in targets]
     if kind in ("DATABASE", "SCHEMA"):
         return [_database_event("drop_database", t, sql) for t in targets]
     if kind == "INDEX":

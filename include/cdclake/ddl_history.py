@@ -101,8 +101,8 @@ class History:
 
     Attributes:
         tables: Old table id -> the table's current id.
-        columns: Current table id -> old column name -> current column name.
-        dropped: Current table id -> dropped column names (not re-added since).
+        columns: Current table id -> old column name (in lower case) -> current column name.
+        dropped: Current table id -> dropped column names (in lower case; not re-added since).
         renamed: Old table id (still routed) -> where its rename happened.
         reused: Table id taken again (a ``CREATE`` after it was renamed away or dropped, or another table renamed
             onto it) -> where that happened and the table its older changes belong to (follow :meth:`route` from
@@ -172,19 +172,24 @@ class History:
         tid = self.route(change.table_id)
         renames = self.columns.setdefault(tid, {})
         dropped = self.dropped.setdefault(tid, set())
+        # Column names are matched ignoring case, as MySQL and the lake (Spark) do: a statement may spell a column
+        # otherwise than the table and the images do (`RENAME COLUMN NAME TO title` of a column `name`).
+        was, now = change.old.lower(), change.new.lower()
         if change.kind == "rename_column":
             for old, current in list(renames.items()):
-                if current == change.old:
+                if current.lower() == was:
                     renames[old] = change.new
-            renames[change.old] = change.new
-            renames.pop(change.new, None)
-            dropped.discard(change.new)
-        elif change.kind == "drop_column":
-            dropped.add(change.old)
-            dropped.update(old for old, current in renames.items() if current == change.old)
+            renames[was] = change.new
+            renames.pop(now, None)
+            dropped.discard(now)
+        elif change.kind == "drop_column":  # its older names are dropped with it: none of them reads a later column
+            dropped.add(was)
+            for old in [old for old, current in renames.items() if current.lower() == was]:
+                dropped.add(old)
+                del renames[old]
         elif change.kind == "add_column":
-            dropped.discard(change.old)
-            renames.pop(change.old, None)
+            dropped.discard(was)
+            renames.pop(was, None)
         return True
 
     def former_ids(self, tid: str) -> list[str]:
@@ -194,7 +199,7 @@ class History:
                        *(name for name, (_, older) in self.reused.items() if name != tid and self.route(older) == tid)})
 
     def aliases(self, tid: str) -> dict[str, str]:
-        """Old column name -> current name, for a table (by its current id)."""
+        """Old column name (in lower case) -> current name, for a table (by its current id)."""
         return dict(self.columns.get(tid, {}))
 
 

@@ -140,10 +140,12 @@ class TableTyping:
     """``(column, position)``: the batch dropped the column at that full position and added it again; an image
     written before then carries a value of the dropped column, which the new one does not have."""
 
-    partial_images: tuple[tuple[int, tuple[str, ...]], ...] = ()
-    """``(xxhash64 of a row schema, columns)``: canal-family messages of that schema (``mysqlType``) leave those
-    columns of the table out of their row images (MySQL's ``binlog_row_image=NOBLOB`` or ``MINIMAL``): in an
-    update they are unavailable, so the stored value stays."""
+    partial_images: tuple[tuple[int, tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    """``(xxhash64 of a row schema, columns, unlisted)``: canal-family messages of that schema (``mysqlType``) leave
+    those columns of the table out of their row images (MySQL's ``binlog_row_image=NOBLOB`` or ``MINIMAL``): in an
+    update they are unavailable, so the stored value stays. ``unlisted``: ``(column, its names in lower case)`` for
+    columns the schema does not type that some of its images carry: an update's image without any of those names
+    leaves the column out."""
     connect_types: tuple[tuple[str, str], ...] = ()
     """``(column, Connect field schema as JSON)`` for columns whose values Connect messages write encoded: the
     table records them (:data:`cdclake.catalog.CONNECT_TYPES_PROPERTY`) for later payload-only messages."""
@@ -346,8 +348,14 @@ def _records_plan(typing: TableTyping, *, source: str, fmt: str, passthrough: tu
     if typing.partial_images:  # an update whose image leaves columns out (canal, binlog_row_image=NOBLOB/MINIMAL)
         schema_hash = F.xxhash64("row_schema")
         left_out = no_names
-        for h, names in typing.partial_images:
-            left_out = F.when(schema_hash == F.lit(h), F.array(*[F.lit(n) for n in names])).otherwise(left_out)
+        for h, names, unlisted in typing.partial_images:
+            out = F.array(*[F.lit(n) for n in names]).cast(ArrayType(StringType()))
+            if unlisted:  # per row: the names its image carries (rare: a column no mysqlType of the batch lists)
+                keys = F.transform(F.json_object_keys("after_text"), F.lower)
+                absent = [F.when(~F.arrays_overlap(keys, F.array(*map(F.lit, spellings))), F.lit(c))
+                          for c, spellings in unlisted]
+                out = F.concat(out, F.filter(F.array(*absent), lambda x: x.isNotNull()))
+            left_out = F.when(schema_hash == F.lit(h), out).otherwise(left_out)
         unavailable = F.when(F.col("op") == "u", F.array_union(unavailable, left_out)).otherwise(unavailable)
     batch = F.col(_BATCH)
     marking = [("add", marked)] if marked else []
@@ -499,9 +507,9 @@ def _current_columns(columns: list[ColumnType], renames: dict[str, str], dropped
     renamed; where an image has both the old and the current name, the current one's type wins."""
     out: dict[str, ColumnType] = {}
     for column in columns:
-        if column.name in dropped:
+        if column.name.lower() in dropped:
             continue
-        name = renames.get(column.name, column.name)
+        name = renames.get(column.name.lower(), column.name)
         if name != column.name:
             if name in out:
                 continue
@@ -662,8 +670,8 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             columns = _decoded_by_schema(columns, {h: _current_columns(cs, renames, dropped)
                                                    for h, cs in by_schema.items()})
             names = {c.name.lower() for c in columns}
-            untyped = sorted({renames.get(n, n) for v in variants for n in (v["untyped_names"] or [])
-                              if n not in dropped and renames.get(n, n).lower() not in names})
+            untyped = sorted({renames.get(n.lower(), n) for v in variants for n in (v["untyped_names"] or [])
+                              if n.lower() not in dropped and renames.get(n.lower(), n).lower() not in names})
             if untyped:
                 texts = parsed.where((F.col("table_id") == tid) & (F.col("status") == "ok")).select(
                     F.coalesce("after_text", "before_text").alias("value")).where(F.col("value").isNotNull())
@@ -681,7 +689,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             spelled = {c.name.lower(): c.name for c in columns}
             spellings.update({m: spelled[m.lower()] for v in variants
                               for n in [*(v["untyped_names"] or []), *(v["before_names"] or [])]
-                              for m in [renames.get(n, n)] if n not in dropped and m not in spellings
+                              for m in [renames.get(n.lower(), n)] if n.lower() not in dropped and m not in spellings
                               and spelled.get(m.lower(), m) != m})
         except SchemaError as exc:
             problems[tid] = f"table {tid}: {exc}"
@@ -698,7 +706,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             key = key_columns(parse_json_schema(v["key_schema"]), parse_json_schema(v["key_text"]))
             if key:
                 break
-        key = [renames.get(k, k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
+        key = [renames.get(k.lower(), k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
             or (key_columns_of(spark, tid) if exists else [])
         spelled = {c.name.lower(): c.name for c in columns}
         key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
@@ -737,7 +745,11 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
         if unsupported:
             problems[tid] = f"table {tid}: {unsupported}"
             continue
-        aliases = {**{old: new for old, new in renames.items() if new in names}, **spellings}
+        # A renamed column is read from its old names too, as the images spell them: the history's are in lower case.
+        image_names = {*(c.name for cs in by_schema.values() for c in cs),
+                       *(n for v in variants for n in [*(v["untyped_names"] or []), *(v["before_names"] or [])])}
+        aliases = {**{old: spelled[new.lower()] for old in {*renames, *image_names}
+                      for new in [renames.get(old.lower())] if new and new.lower() in spelled}, **spellings}
         recorded = tuple((n, json.dumps(connect_types[n], sort_keys=True)) for n in sorted(names & set(connect_types)))
         # The table's columns no image of the batch lists (every update of the batch left them out) count too, where
         # the lake follows the source's DDL: under `ignore` it may keep a column the source dropped, which images
@@ -762,11 +774,16 @@ RESERVED_COLUMNS = frozenset({
 """Column names (compared in lower case) a lake table cannot have, beside names starting ``_cdc_`` (bookkeeping)."""
 
 
-def _partial_images(variants: list[Any], columns: list[ColumnType],
-                    aliases: dict[str, str]) -> tuple[tuple[int, tuple[str, ...]], ...]:
-    """For canal-family schemas (``mysqlType``) that leave some of the table's columns out: the schema's hash and
-    those columns (:attr:`TableTyping.partial_images`)."""
+def _partial_images(variants: list[Any], columns: list[ColumnType], aliases: dict[str, str]
+                    ) -> tuple[tuple[int, tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]], ...]:
+    """For canal-family schemas (``mysqlType``) that leave some of the table's columns out: the schema's hash, the
+    columns none of its images carry, and those some of its images carry (:attr:`TableTyping.partial_images`)."""
     found = []
+    names_of: dict[str, set[str]] = defaultdict(set)  # column -> its names in images, in lower case
+    for c in columns:
+        names_of[c.name.lower()].add(c.name.lower())
+    for old, new in aliases.items():
+        names_of[new.lower()].add(old.lower())
     for v in variants:
         if not (v["row_schema"] or "").startswith(SQLTYPES_SCHEMA_PREFIX):
             continue
@@ -774,12 +791,19 @@ def _partial_images(variants: list[Any], columns: list[ColumnType],
         types = sqltypes.get("types") if isinstance(sqltypes, dict) else None
         if not isinstance(types, dict):  # a message whose mysqlType is not a map names no columns
             continue
-        sent = {n.lower() for n in types if isinstance(n, str)}
-        sent |= {n.lower() for n in v["untyped_names"] or () if isinstance(n, str)}
-        sent |= {aliases[n].lower() for n in list(sent) if n in aliases}
-        missing = tuple(c.name for c in columns if c.name.lower() not in sent)
-        if sent and missing:
-            found.append((int(v["h1"]), missing))
+        typed = {n.lower() for n in types if isinstance(n, str)}
+        carried = {n.lower() for n in v["untyped_names"] or () if isinstance(n, str)}
+        missing, unlisted = [], []
+        for c in columns:
+            spellings = names_of[c.name.lower()]
+            if spellings & typed:
+                continue
+            if spellings & carried:
+                unlisted.append((c.name, tuple(sorted(spellings))))
+            else:
+                missing.append(c.name)
+        if (typed or carried) and (missing or unlisted):
+            found.append((int(v["h1"]), tuple(missing), tuple(unlisted)))
     return tuple(found)
 
 
@@ -1078,18 +1102,51 @@ _SNAPSHOT_READS = ("true", "first", "first_in_data_collection", "last", "last_in
 """``snapshot`` values of a Debezium snapshot's reads (not of an incremental snapshot's)."""
 
 
-def _after_snapshot(snapshot_position: str | None) -> Column:
+def _after_snapshot(started: dict[int, list[tuple[int, str]]], earlier: str | None) -> Column:
     """``source_pos`` with PostgreSQL changes streamed without a last commit LSN (:data:`AFTER_SNAPSHOT`) placed
-    just above the snapshot read at ``snapshot_position`` (the batch's, else the newest earlier batch's): their
-    transaction is the first Debezium streamed after that snapshot, so it committed after it, whatever LSNs its
-    changes were written at. The change's own LSN stays the second segment (their order within the transaction)."""
+    just above the snapshot they follow: their transaction is the first Debezium streamed after that snapshot, so it
+    committed after it, whatever LSNs its changes were written at. The change's own LSN stays the second segment
+    (their order within the transaction).
+
+    ``started`` (:func:`_snapshot_starts`) holds the batch's snapshots by file. A change follows the snapshot whose
+    reads last started before it in its file (a batch may hold several: ``snapshot.mode=always``); before every read
+    of its file, the batch's newest snapshot older than those reads, else ``earlier`` (the newest earlier batch's);
+    in a file without reads, the batch's oldest snapshot, else ``earlier``."""
     marked = F.col("source_pos").endswith(AFTER_SNAPSHOT)
     unmarked = F.expr(f"substring(source_pos, 1, length(source_pos) - {len(AFTER_SNAPSHOT)})")
-    if snapshot_position is None:
+    positions = {p for reads in started.values() for _, p in reads}
+    if not positions and earlier is None:
         return F.when(marked, unmarked).otherwise(F.col("source_pos"))
-    above = f"{int(snapshot_position[:16], 16) + 1:016x}"
-    return F.when(marked, F.concat(F.greatest(F.substring(unmarked, 1, 16), F.lit(above)),
+
+    def above(position: str | None) -> Column:
+        return F.lit(f"{int(position[:16], 16) + 1:016x}" if position else None)
+
+    branches: list[tuple[Column, Column]] = []
+    for file_index, reads in started.items():
+        in_file = F.col("file_index") == file_index
+        for first, position in sorted(reads, reverse=True):  # the latest start first: a CASE takes the first branch
+            branches.append((in_file & (F.col("index") > first), above(position)))
+        oldest = min(reads)[1]
+        branches.append((in_file, above(max((p for p in positions if p < oldest), default=earlier))))
+    bound = above(min(positions, default=earlier))
+    if branches:
+        cases = F.when(*branches[0])
+        for condition, value in branches[1:]:
+            cases = cases.when(condition, value)
+        bound = cases.otherwise(bound)
+    # greatest() passes over a null bound: a change that follows no snapshot the lake knows keeps its LSN.
+    return F.when(marked, F.concat(F.greatest(F.substring(unmarked, 1, 16), bound),
                                    F.substring(unmarked, 17, 16))).otherwise(F.col("source_pos"))
+
+
+def _snapshot_starts(parsed: DataFrame) -> dict[int, list[tuple[int, str]]]:
+    """File index -> ``(index of its first read, position)`` of each snapshot read in that file of the batch."""
+    reads = parsed.where((F.col("status") == "ok") & F.col("snapshot").isin(*_SNAPSHOT_READS)
+                         & (F.length("source_pos") == 32))
+    started: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for row in reads.groupBy("file_index", "source_pos").agg(F.min("index").alias("first")).collect():
+        started[int(row["file_index"])].append((int(row["first"]), str(row["source_pos"])))
+    return dict(started)
 
 
 def _earlier_snapshot_position(settings: LakeSettings, source: str, batch_id: str) -> str | None:
@@ -1100,8 +1157,9 @@ def _earlier_snapshot_position(settings: LakeSettings, source: str, batch_id: st
         marker = staging_dir(settings, source, earlier) / STAGING_MARKER
         recorded = json.loads(marker.read_text()).get("snapshot_position") if marker.exists() else None
         if recorded:
-            log.info("batch %s: PostgreSQL changes streamed without a last commit LSN are ordered after the "
-                     "snapshot of batch %s (position %s)", batch_id, earlier, recorded)
+            log.info("batch %s: the newest earlier snapshot is batch %s's (position %s); PostgreSQL changes streamed "
+                     "without a last commit LSN that follow no snapshot of this batch are ordered after it", batch_id,
+                     earlier, recorded)
             return str(recorded)
     return None
 
@@ -1410,18 +1468,20 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
             F.count(F.lit(1)).alias("count"),
             F.collect_set(F.when((F.col("status") == "ok") & (F.col("snapshot") == "last"), F.col("source_pos")))
             .alias("snapshot_ends"),
-            F.max(F.when((F.col("status") == "ok") & F.col("snapshot").isin(*_SNAPSHOT_READS)
-                         & (F.length("source_pos") == 32), F.col("source_pos")))
-            .alias("snapshot_position"),
+            F.collect_set(F.when((F.col("status") == "ok") & F.col("snapshot").isin(*_SNAPSHOT_READS)
+                                 & (F.length("source_pos") == 32), F.col("source_pos")))
+            .alias("snapshot_positions"),
             F.count_if(F.col("source_pos").endswith(AFTER_SNAPSHOT)).alias("after_snapshot")).collect()
         counts = {(r["status"], r["reason"], r["table_id"]): r["count"] for r in grouped}
         # Where a snapshot ended (Debezium's "last"): before Debezium 2.x it marks only the snapshot's last record,
         # of whichever table came last, and ends the snapshot of every table read at that position (apply).
         snapshot_ends = sorted({p for r in grouped for p in r["snapshot_ends"] or ()})
-        snapshot_position = max((r["snapshot_position"] for r in grouped if r["snapshot_position"]), default=None)
+        snapshot_positions = {p for r in grouped for p in r["snapshot_positions"] or ()}
+        snapshot_position = max(snapshot_positions, default=None)
         if any(r["after_snapshot"] for r in grouped):
             parsed = parsed.withColumn("source_pos", _after_snapshot(
-                snapshot_position or _earlier_snapshot_position(settings, source, batch_id)))
+                _snapshot_starts(parsed) if snapshot_positions else {},
+                _earlier_snapshot_position(settings, source, batch_id)))
         # A CREATE TABLE the table could not be made from (no key known, a type conflict) is held with the table's
         # rows, and so are the ALTER TABLEs learned beside them, so a replay after the fix (e.g. a declared key)
         # makes the table as the stream describes it (an added column's DEFAULT fills the rows before it).

@@ -417,15 +417,20 @@ def _rename_and_drop_columns(definition: TableDefinition, event: DdlEvent, recor
     def same(d: ColumnDefault, name: str) -> bool:
         return d.column.lower() == name.lower()
 
+    def spelled(name: str) -> str:  # as the table's definition spells it: column names ignore case
+        return next((n for n in definition.columns if n.lower() == name.lower()), name)
+
     for old, new in event.renamed:
+        old = spelled(old)
         if old in definition.columns:
             definition.columns[new] = replace(definition.columns.pop(old), name=new)
         if old in definition.sql_types:
             definition.sql_types[new] = definition.sql_types.pop(old)
-        definition.key = tuple(new if k == old else k for k in definition.key)
+        definition.key = tuple(new if k.lower() == old.lower() else k for k in definition.key)
         # A DEFAULT the batch added to the column is filled under its new name.
         definition.defaults = [replace(d, column=new) if same(d, old) else d for d in definition.defaults]
     for name in event.dropped:
+        name = spelled(name)
         definition.columns.pop(name, None)
         definition.sql_types.pop(name, None)
         definition.dropped_at[name] = record

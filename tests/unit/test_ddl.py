@@ -248,6 +248,53 @@ def test_mysql_add_column_with_inline_primary_key() -> None:
     assert (event.added, event.primary_key) == ((_col("id", "int", False),), ("id",))
 
 
+@pytest.mark.parametrize(("sql", "key"), [
+    # Debezium's BinlogAntlrDdlParserTest (DBZ-5623, DBZ-6003): the key inside a parenthesized ADD
+    ("alter table dbz_6003_3 add (primary key id(id), unique key dbz_6003_3_uk(name))", ("id",)),
+    ("alter table `some_table` add (primary key `id` (`id`),`k_id` int unsigned not null,`another_field` smallint "
+     "not null,index `k_id` (`k_id`))", ("id",)),
+    ("ALTER TABLE t ADD COLUMN (c int, PRIMARY KEY (c))", ("c",)),
+    ("ALTER TABLE t ADD (x int PRIMARY KEY, y int)", ("x",)),
+    ("ALTER TABLE t MODIFY id int PRIMARY KEY", ("id",)),
+    ("ALTER TABLE t CHANGE a id bigint NOT NULL PRIMARY KEY", ("id",)),
+    ("ALTER TABLE t MODIFY COLUMN (id int PRIMARY KEY)", ("id",)),
+])
+def test_mysql_primary_key_defined_with_columns_in_an_alter_table(sql: str, key: tuple[str, ...]) -> None:
+    assert _one(sql).primary_key == key
+
+
+@pytest.mark.parametrize("sql", [
+    "DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `temp_bond_keys`.`temp_bond_key_id`",  # as MySQL's binlog has it
+    "drop /*!40005 temporary */ table if exists `temp_bond_keys`.`temp_bond_key_id`",
+    "DROP TEMPORARY TABLE IF EXISTS temp_bond_keys.temp_bond_key_id",
+    "CREATE TEMPORARY TABLE temp_bond_keys.temp_bond_key_id (id int PRIMARY KEY)",
+    "CREATE TEMPORARY TABLE IF NOT EXISTS temp_bond_keys.temp_bond_key_id LIKE temp_bond_keys.bonds",
+])
+def test_mysql_temporary_tables_are_not_the_tables_of_their_name(sql: str) -> None:
+    assert _one(sql) == DdlEvent("temporary_table", "temp_bond_keys", "temp_bond_key_id", sql=sql)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("DROP INDEX `idx` ON `db`.`table` LOCK DEFAULT ALGORITHM DEFAULT", ("drop_index", "db", "table")),
+    ("DROP INDEX lock_ix ON t ALGORITHM=INPLACE", ("drop_index", None, "t")),
+    ("CREATE INDEX `idx` ON `db`.`table` (created_at) COMMENT '' ALGORITHM DEFAULT LOCK DEFAULT",
+     ("create_index", "db", "table")),
+    ("CREATE UNIQUE INDEX ix ON t (algorithm) COMMENT 'it''s' ALGORITHM=INPLACE LOCK=NONE",
+     ("create_index", None, "t")),
+])
+def test_mysql_index_statements_with_algorithm_lock_and_comment_options(sql: str, expected: tuple) -> None:
+    assert _one(sql) == DdlEvent(*expected, sql=sql)
+
+
+def test_an_executable_comment_other_than_temporary_stays_a_comment() -> None:
+    sql = ("CREATE TABLE t (a int NOT NULL PRIMARY KEY, b varchar(30) DEFAULT '/*!40005 TEMPORARY */', "
+           "c int DEFAULT NULL /*!80023 INVISIBLE */)")
+    assert _one(sql).columns == (_col("a", "int", False), _col("b", "varchar(30)", True, "/*!40005 TEMPORARY */"),
+                                 _col("c", "int"))
+    sql = "DROP TABLE `x/*!40005 TEMPORARY */`"
+    assert _one(sql) == DdlEvent("drop_table", None, "x/*!40005 TEMPORARY */", sql=sql)
+
+
 def test_mysql_index_and_option_actions_change_no_columns() -> None:
     for sql in (
         "ALTER TABLE t ADD INDEX ix (a), ADD UNIQUE KEY uk (b)",

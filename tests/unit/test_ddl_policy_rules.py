@@ -45,6 +45,17 @@ def test_evolve_turns_renames_and_drops_into_lake_changes() -> None:
     assert not outcome.stopped
 
 
+def test_a_temporary_table_of_a_tables_name_changes_nothing_under_every_policy() -> None:
+    # MySQL's binlog form, written when a session that made a temporary table `items` ends: the table `items` stays.
+    for policy in ("evolve", "ignore", "fail"):
+        outcome = interpret([ddl_record("DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `items`"),
+                             ddl_record("CREATE TEMPORARY TABLE items (id int PRIMARY KEY, v int)", 1)],
+                            DdlPolicies(policy))
+        assert [(r["status"], r["reason"]) for r in outcome.records] == [
+            ("skip", "DDL temporary table: no effect on tables")] * 2, policy
+        assert (outcome.changes, outcome.tables, outcome.stopped) == ([], {}, {}), policy
+
+
 def test_ignore_skips_and_fail_stops_the_table() -> None:
     records = [ddl_record("ALTER TABLE items DROP COLUMN note"), ddl_record("TRUNCATE TABLE orders", 1)]
     ignored = interpret(records, DdlPolicies("ignore"))
@@ -81,6 +92,22 @@ def test_history_folds_chains_of_renames_drops_and_re_adds() -> None:
 
     history.fold(LakeChange("drop_column", "s.v", "c"))
     assert history.dropped["s.v"] == {"a", "b", "c"}
+    assert history.aliases("s.v") == {}  # a column added again as `b` is not read from `a`
+
+
+def test_history_matches_column_names_ignoring_case_as_mysql_does() -> None:
+    history = History()
+    for change in [
+        LakeChange("rename_column", "s.t", "NAME", "title"),  # the rows spell it `name`
+        LakeChange("rename_column", "s.t", "Title", "label"),
+        LakeChange("drop_column", "s.t", "Note"),
+    ]:
+        history.fold(change)
+    assert history.aliases("s.t") == {"name": "label", "title": "label"}
+    assert history.dropped["s.t"] == {"note"}
+    history.fold(LakeChange("drop_column", "s.t", "LABEL"))
+    history.fold(LakeChange("add_column", "s.t", "Title"))
+    assert (history.aliases("s.t"), history.dropped["s.t"]) == ({}, {"note", "name", "label"})
 
 
 def test_a_renamed_away_table_name_created_again_is_a_new_table_for_newer_changes() -> None:

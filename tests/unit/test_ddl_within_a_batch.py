@@ -252,3 +252,45 @@ def test_a_dropped_database_drops_the_tables_its_batch_knows_only_by_rows(spark,
         tables = {t: dump_rows(session_lake, t) for t in list_tables(session_lake) if t.startswith(f"{db}.")}
         aside = [t for t in tables if t.startswith(f"{db}.a__displaced_")]
         assert len(aside) == 1 and tables == {**expected, aside[0]: []}, tables
+
+
+def test_statements_that_spell_a_column_in_another_case_change_that_column(spark, session_lake) -> None:
+    # MySQL's column names ignore case: `RENAME COLUMN NAME TO title` renames the column `name` that the rows spell.
+    # The rename's older rows (before it in the batch or in an earlier batch) move to the new name with it.
+    db = f"casespelled{uuid.uuid4().hex[:6]}"
+    titled = {"id": ("int", 4), "title": ("varchar(20)", 12)}
+    labelled = {"id": ("int", 4), "label": ("varchar(20)", 12)}
+    batches = [
+        [canal(db, "INSERT", [{"id": "1", "name": "a"}], 10),  # the table is made by this batch
+         _ddl(db, "ALTER TABLE `items` RENAME COLUMN `NAME` TO `title`", 11),
+         canal(db, "INSERT", [{"id": "2", "title": "b"}], 12, types=titled)],
+        [canal(db, "UPDATE", [{"id": "2", "title": "c"}], 14, old=[{"title": "b"}], types=titled),
+         _ddl(db, "ALTER TABLE `items` CHANGE `TITLE` `label` varchar(20)", 15),  # a column of the lake table
+         canal(db, "INSERT", [{"id": "3", "label": "d"}], 16, types=labelled)],
+        [canal(db, "INSERT", [{"id": "4", "label": "e"}], 17, types=labelled),
+         _ddl(db, "ALTER TABLE `items` MODIFY `LABEL` varchar(40), ADD COLUMN `N` int", 18),
+         canal(db, "INSERT", [{"id": "5", "label": "f", "n": "1"}], 19, types={**labelled, "n": ("int", 4)}),
+         _ddl(db, "ALTER TABLE `items` DROP COLUMN `Label`", 20),
+         canal(db, "INSERT", [{"id": "6", "n": "2"}], 21, types={"id": ("int", 4), "n": ("int", 4)})],
+    ]
+    seen = []
+    for batch_id, messages in enumerate(batches):
+        apply_messages(spark, session_lake, db, str(batch_id), messages)
+        seen.append(dump_rows(session_lake, f"{db}.items"))
+    assert seen == [
+        [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}],
+        [{"id": 1, "label": "a"}, {"id": 2, "label": "c"}, {"id": 3, "label": "d"}],
+        [{"id": i, "N": n} for i, n in [(1, None), (2, None), (3, None), (4, None), (5, 1), (6, 2)]],
+    ]
+
+
+def test_a_column_renamed_dropped_and_added_again_takes_no_value_of_its_old_name(spark, session_lake) -> None:
+    db = f"renamedrop{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        canal(db, "INSERT", [{"id": "1", "name": "a"}], 10),
+        _ddl(db, "ALTER TABLE `items` RENAME COLUMN `name` TO `title`", 11),
+        _ddl(db, "ALTER TABLE `items` DROP COLUMN `TITLE`", 12),
+        _ddl(db, "ALTER TABLE `items` ADD COLUMN `Title` int", 13),
+        canal(db, "INSERT", [{"id": "2", "Title": "5"}], 14, types={"id": ("int", 4), "Title": ("int", 4)}),
+    ])
+    assert dump_rows(session_lake, f"{db}.items") == [{"id": 1, "Title": None}, {"id": 2, "Title": 5}]

@@ -729,6 +729,64 @@ def test_the_first_postgresql_transaction_streamed_after_a_snapshot_is_newer_tha
             {"id": 1, "v": "new"}, {"id": 3, "v": "n3"}, {"id": 4, "v": "n4"}], same_batch
 
 
+def test_each_postgresql_snapshot_of_a_batch_is_followed_by_its_own_first_streamed_transaction(
+        spark, session_lake, source):
+    # snapshot.mode=always (or a re-created slot): two snapshots of a table in one batch, each followed by a
+    # transaction streamed without a last commit LSN. Each such transaction is newer than the snapshot it follows
+    # (the one whose reads started last before it in its file; before all of them there, the batch's snapshot before
+    # those), not than the second one.
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"twosnap_{uuid.uuid4().hex[:6]}"
+
+    def event(op: str, lsn: int, last_commit: int | None, snapshot: str, key: int, value: str) -> str:
+        row = {"id": key, "v": value}
+        return json.dumps({
+            "before": row if op == "d" else {"id": key, "v": "old"} if op == "u" else None,
+            "after": None if op == "d" else row, "op": op,
+            "source": {"connector": "postgresql", "db": "postgres", "schema": "public", "table": table, "lsn": lsn,
+                       "sequence": json.dumps([None if last_commit is None else str(last_commit), str(lsn)]),
+                       "snapshot": snapshot, "ts_ms": 1700000000000 + lsn}})
+    first_partition = [
+        event("r", 5000, None, "first", 1, "s1"), event("r", 5000, None, "true", 2, "s1"),
+        event("r", 5000, None, "last", 5, "s1"),
+        event("u", 4990, None, "false", 1, "a"),  # written before the first snapshot, committed after it
+        event("c", 5010, None, "false", 3, "a3"),
+        event("u", 5100, 5050, "false", 1, "c"),
+        event("r", 6000, None, "first", 1, "c"), event("r", 6000, None, "true", 3, "a3"),
+        event("r", 6000, None, "last", 2, "s1"),
+        event("u", 5990, None, "false", 3, "z"),  # written before the second snapshot, committed after it
+    ]
+    second_partition = [  # no read before its first change: that change follows the first snapshot
+        event("u", 4995, None, "false", 5, "p"),
+        event("u", 5200, 5100, "false", 5, "q"),
+        event("r", 6000, None, "last", 5, "q"),
+    ]
+    third_partition = [  # no read at all: its first change follows the batch's first snapshot, not the second
+        event("c", 5010, None, "false", 7, "a7"),
+        event("d", 5500, 5450, "false", 7, "a7"),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [
+        (f"{table}-{n}.jsonl", "\n".join(lines) + "\n")
+        for n, lines in enumerate([first_partition, second_partition, third_partition])],
+        keys=KeySpec.parse([f"public.{table}=id"]))
+    assert batch.result.quarantined == 0
+    apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+    assert dump_rows(session_lake, f"public.{table}") == [
+        {"id": 1, "v": "c"}, {"id": 2, "v": "s1"}, {"id": 3, "v": "z"}, {"id": 5, "v": "q"}]
+
+    # The same across batches: a change before the batch's snapshot in its file follows the earlier batch's.
+    table = f"twosnap_{uuid.uuid4().hex[:6]}"
+    for lines in ([event("r", 5000, None, "first", 1, "s1"), event("r", 5000, None, "last", 2, "s1")],
+                  [event("c", 5010, None, "false", 8, "a8"), event("d", 5500, 5450, "false", 8, "a8"),
+                   event("r", 6000, None, "first", 1, "s2"), event("r", 6000, None, "last", 2, "s2")]):
+        batch = land_and_normalize(spark, session_lake, source, [(f"{table}.jsonl", "\n".join(lines) + "\n")],
+                                   keys=KeySpec.parse([f"public.{table}=id"]))
+        apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id)
+    assert dump_rows(session_lake, f"public.{table}") == [{"id": 1, "v": "s2"}, {"id": 2, "v": "s2"}]
+
+
 def test_a_postgresql_primary_key_update_keeps_the_unchanged_toast_value_of_the_row_it_moves(
         spark, session_lake, source):
     # `UPDATE SET id = 31 WHERE id = 30` arrives as a delete of 30 and a create of 31, both at the update's LSN; the

@@ -85,3 +85,28 @@ def test_a_key_change_whose_old_image_spells_the_key_in_another_case_moves_the_r
     assert dump_rows(session_lake, f"{db}.items") == [{"ID": 1, "NAME": "a2"}, {"ID": 3, "NAME": "b"}]
     c = counts[f"{db}.items"]
     assert (c.inserted, c.updated, c.deleted, c.rows_after) == (1, 1, 1, 2), c
+
+
+def test_an_update_that_leaves_out_a_column_no_mysqltype_lists_keeps_it_in_the_batch_of_the_row_that_has_it(
+        spark, session_lake) -> None:
+    # Flink's canal-data-with-init.txt: `data` carries a column `mysqlType` never lists (`other`). An update whose
+    # image leaves it out keeps the stored value, whether the image that wrote it is in the same batch or not; an
+    # update whose image has it (a null too) writes it.
+    db = f"unlisted{uuid.uuid4().hex[:6]}"
+    apply_messages(spark, session_lake, db, "0", [
+        canal(db, "INSERT", [{"id": "1", "name": "a", "other": "x1"}, {"id": "2", "name": "b", "other": "x2"},
+                             {"id": "3", "name": "c", "Other": "x3"}], 100, types=NO_TEXT),
+        canal(db, "UPDATE", [{"id": "1", "name": "a2"}, {"id": "2", "name": "b2", "other": None}], 110,
+              old=[{"name": "a"}, {"name": "b"}], types=NO_TEXT),
+    ])
+    assert dump_rows(session_lake, f"{db}.items") == [
+        {"id": 1, "name": "a2", "other": "x1"}, {"id": 2, "name": "b2", "other": None},
+        {"id": 3, "name": "c", "other": "x3"}]
+    apply_messages(spark, session_lake, db, "1", [
+        canal(db, "UPDATE", [{"id": "3", "name": "c2", "OTHER": "y3"}, {"id": "1", "name": "a3"}], 200,
+              old=[{"name": "c"}, {"name": "a2"}], types=NO_TEXT),
+        canal(db, "UPDATE", [{"id": "3", "name": "c3"}], 210, old=[{"name": "c2"}], types=NO_TEXT),
+    ])
+    assert dump_rows(session_lake, f"{db}.items") == [
+        {"id": 1, "name": "a3", "other": "x1"}, {"id": 2, "name": "b2", "other": None},
+        {"id": 3, "name": "c3", "other": "y3"}]
