@@ -93,6 +93,7 @@ _INTERVAL_WORDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
 # ALTER TABLE actions that begin with one of these may change columns or keys; the rest (ENGINE=, ALGORITHM=,
 # CONVERT TO ..) cannot, so an unknown one of them is skipped instead of failing the statement.
 _COLUMN_VERBS = frozenset({"ADD", "DROP", "MODIFY", "CHANGE", "ALTER", "RENAME"})
+_ALTER_VERBS = _COLUMN_VERBS | {"SET", "ENABLE", "DISABLE", "REBUILD", "SWITCH", "WITH", "CHECK", "NOCHECK"}
 # ... unless the verb is followed by one of these: partitions, indexes, non-key constraints, and Oracle's supplemental
 # logging (`ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS`, which Debezium's Oracle connector asks for on every table).
 _NON_COLUMN_OBJECTS = frozenset(
@@ -100,6 +101,8 @@ _NON_COLUMN_OBJECTS = frozenset(
      "SUPPLEMENTAL"}
 )
 _ORACLE_STATES = frozenset({"ENABLE", "DISABLE", "VALIDATE", "NOVALIDATE", "RELY", "NORELY"})
+# Words that change an Oracle column without a type: ``MODIFY c NULL``, ``MODIFY (c INVISIBLE)``.
+_ORACLE_COLUMN_STATES = frozenset({"NULL", "VISIBLE", "INVISIBLE", "ENCRYPT", "DECRYPT"})
 
 
 class DdlError(CdclakeError):
@@ -791,6 +794,7 @@ class _AlterParts:
     renamed: list[tuple[str, str]] = field(default_factory=list)
     modified: list[DdlColumn] = field(default_factory=list)
     new_table: exp.Expr | None = None
+    new_schema: str | None = None  # PostgreSQL's SET SCHEMA s: the table moves to s under its name
     other_actions: int = 0
 
 
@@ -821,8 +825,10 @@ def _alter_actions(tree: exp.Alter) -> list[exp.Expr]:
 
 def _alter_parts_event(table: exp.Expr, parts: _AlterParts, sql: str) -> DdlEvent:
     changes = (parts.primary_key, parts.added, parts.dropped, parts.renamed, parts.modified)
-    pure_rename = parts.new_table is not None and not any(changes) and not parts.other_actions
     new = parts.new_table
+    if new is None and parts.new_schema is not None:
+        new = exp.table_(exp.to_identifier(table.name), db=exp.to_identifier(parts.new_schema))
+    pure_rename = new is not None and not any(changes) and not parts.other_actions
     return DdlEvent(
         "rename_table" if pure_rename else "alter_table",
         _qualifier(table),
@@ -889,6 +895,29 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
         DdlError: The action may change columns or keys but is none of the above.
     """
     verb, i = action.word(0), 1
+    key_at = next((j for j in range(1, len(action.tokens) - 1) if action.tokens[j].token_type == TokenType.PRIMARY_KEY
+                   and action.tokens[j + 1].token_type == TokenType.L_PAREN), None)
+    if verb == "ADD" and key_at is not None and (key_at == 1 or (action.word(1) == "CONSTRAINT" and key_at == 3)):
+        # Oracle's `ADD CONSTRAINT pk PRIMARY KEY (a, b) USING INDEX .. ENABLE NOVALIDATE` (DBMS_METADATA's form)
+        close = _matching_close(action.tokens, key_at + 1)
+        parts.primary_key.extend(_identifier_text(g) for g in _split_top_level(action.tokens[key_at + 2 : close]))
+        return
+    if verb == "SET" and action.word(1) == "UNUSED":  # Oracle: SET UNUSED (c, d) / SET UNUSED COLUMN c: dropped
+        j = 3 if action.word(2) == "COLUMN" else 2
+        if j < len(action.tokens) and action.tokens[j].token_type == TokenType.L_PAREN:
+            groups = _split_top_level(action.tokens[j + 1 : _matching_close(action.tokens, j)])
+        else:
+            groups = [list(action.tokens[j : j + 1])]
+        parts.dropped.extend(_identifier_text(g) for g in groups)
+        return
+    if verb == "SET" and action.word(1) == "SCHEMA" and len(action.tokens) == 3:
+        parts.new_schema = _identifier_text(action.tokens[2:])
+        return
+    # The tokenizer may keep the rest of a RENAME as one string token (`CONSTRAINT a TO b`).
+    if verb in ("MODIFY", "RENAME") and (action.word(1).split() or [""])[0] in ("PARTITION", "SUBPARTITION",
+                                                                                  "CONSTRAINT"):
+        parts.other_actions += 1  # Oracle's MODIFY PARTITION p COMPRESS; RENAME CONSTRAINT a TO b
+        return
     if verb in ("ADD", "MODIFY") and action.word(i) == "COLUMN":
         i += 1
     parenthesized = i < len(action.tokens) and action.tokens[i].token_type == TokenType.L_PAREN
@@ -926,6 +955,14 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
 def _column_defs(defs: str, dialect: str, *, added: bool = False) -> tuple[list[DdlColumn], list[str]]:
     """Column definitions (``a int, b varchar(3)``) parsed by sqlglot inside a synthetic CREATE TABLE, and the
     primary key among them (MySQL's ``ADD (k int, PRIMARY KEY (k))``, ``MODIFY k int PRIMARY KEY``)."""
+    untyped: list[DdlColumn] = []
+    if dialect == "oracle":  # MODIFY (c NULL), (c INVISIBLE): a column's state, not its type
+        groups = _split_top_level(_Source.of(defs, dialect).tokens)
+        stated = [g for g in groups if len(g) >= 2 and all(t.text.upper() in _ORACLE_COLUMN_STATES for t in g[1:])]
+        untyped = [DdlColumn(_identifier_text(g[:1]), "") for g in stated]
+        defs = ", ".join(defs[g[0].start : g[-1].end + 1] for g in groups if g not in stated)
+        if not defs:
+            return untyped, []
     parsed = _try_parse(f"CREATE TABLE {_SYNTHETIC_TABLE} ({defs})", dialect)
     if parsed is None or not isinstance(parsed[0], exp.Create) or not isinstance(parsed[0].this, exp.Schema):
         raise DdlError(f"cannot parse column definitions {_snippet(defs)!r}")
@@ -933,7 +970,7 @@ def _column_defs(defs: str, dialect: str, *, added: bool = False) -> tuple[list[
     elements = tree.this.expressions
     key = [name for e in elements if not isinstance(e, exp.ColumnDef) for name in _constraint_key(e)] or [
         e.name for e in elements if isinstance(e, exp.ColumnDef) and _has_inline_primary_key(e)]
-    return [_column(e, src, dialect, added=added) for e in elements if isinstance(e, exp.ColumnDef)], key
+    return untyped + [_column(e, src, dialect, added=added) for e in elements if isinstance(e, exp.ColumnDef)], key
 
 
 def _identifier_text(group: Sequence[Token]) -> str:
@@ -1039,6 +1076,14 @@ def _salvage(src: _Source, dialect: str) -> list[DdlEvent] | None:
         return _salvage_alter_table(src, table_at, dialect)
     if src.word(0) == "RENAME":
         return _rename_events(src, dialect)
+    if src.word(0) == "TRUNCATE":  # Oracle's options: TRUNCATE TABLE t DROP STORAGE, .. PRESERVE MATERIALIZED VIEW LOG
+        start = 2 if src.word(1) == "TABLE" else 1
+        end = start
+        while src.word(end + 1) == "." and end + 2 < len(src.tokens):
+            end += 2
+        parsed = _try_parse(f"TRUNCATE TABLE {src.span(start, end)}", dialect) if start < len(src.tokens) else None
+        if parsed is not None and isinstance(parsed[0], exp.TruncateTable):
+            return [_table_event("truncate", table, src.text) for table in parsed[0].expressions]
     return None
 
 
@@ -1192,8 +1237,17 @@ def _salvage_alter_table(src: _Source, table_at: int, dialect: str) -> list[DdlE
     name_text = src.span(i, name_end)
     table = _table_name(name_text, dialect)
     parts = _AlterParts()
+    dropping = ""  # T-SQL's `DROP CONSTRAINT df, COLUMN c, d`: later items go on with the DROP
     for group in _split_top_level(src.tokens[name_end + 1 :]):
         action_text = src.text[group[0].start : group[-1].end + 1]
+        first = group[0].text.upper()
+        if dialect == "tsql" and dropping and first in ("COLUMN", "CONSTRAINT"):
+            action_text = f"DROP {action_text}"
+        elif dialect == "tsql" and dropping and first not in _ALTER_VERBS:
+            action_text = f"DROP {dropping} {action_text}"
+        words = action_text.upper().split()
+        dropping = (words[1] if words[1:2] in (["COLUMN"], ["CONSTRAINT"]) else "CONSTRAINT") \
+            if words[:1] == ["DROP"] else ""
         parsed = _try_parse(f"ALTER TABLE {name_text} {action_text}", dialect)
         actions = _alter_actions(parsed[0]) if parsed and isinstance(parsed[0], exp.Alter) else None
         if actions and not any(isinstance(a, exp.Command) for a in actions):

@@ -286,6 +286,37 @@ def test_mysql_index_statements_with_algorithm_lock_and_comment_options(sql: str
     assert _one(sql) == DdlEvent(*expected, sql=sql)
 
 
+@pytest.mark.parametrize(("sql", "dialect", "expected"), [
+    # found against sqlfluff's and Debezium's Oracle/PostgreSQL fixtures: each was read as another change
+    ("ALTER TABLE t RENAME CONSTRAINT a TO b", "postgres", DdlEvent("alter_table", None, "t")),
+    ('ALTER TABLE t RENAME CONSTRAINT "A b" TO "c"', "postgres", DdlEvent("alter_table", None, "t")),
+    ("ALTER TABLE t RENAME CONSTRAINT a TO b", "oracle", DdlEvent("alter_table", None, "t")),
+    ("ALTER TABLE t MODIFY PARTITION p1 COMPRESS", "oracle", DdlEvent("alter_table", None, "t")),
+    ("ALTER TABLE t MODIFY SUBPARTITION p1 COMPRESS", "oracle", DdlEvent("alter_table", None, "t")),
+    ("ALTER TABLE t MODIFY c1 NULL", "oracle", DdlEvent("alter_table", None, "t", modified=(_col("c1", ""),))),
+    ("ALTER TABLE t MODIFY (c1 INVISIBLE, c2 NUMBER(5))", "oracle",
+     DdlEvent("alter_table", None, "t", modified=(_col("c1", ""), _col("c2", "number(5)")))),
+    ('ALTER TABLE "IDENTITYDB"."CHANGE_NUMBERS" ADD CONSTRAINT "IDX_CHANGENUMBERS_PK" PRIMARY KEY ("CHANGE_NO",'
+     '"EXPIRY_TIME") USING INDEX "IDENTITYDB"."IDX_CHANGENUMBERS_PK" ENABLE NOVALIDATE', "oracle",
+     DdlEvent("alter_table", "IDENTITYDB", "CHANGE_NUMBERS", primary_key=("CHANGE_NO", "EXPIRY_TIME"))),
+    ("ALTER TABLE t ADD PRIMARY KEY (a) ENABLE", "oracle", DdlEvent("alter_table", None, "t", primary_key=("a",))),
+    ("TRUNCATE TABLE s.t DROP STORAGE", "oracle", DdlEvent("truncate", "s", "t")),
+    ('TRUNCATE TABLE "S"."T" REUSE STORAGE', "oracle", DdlEvent("truncate", "S", "T")),
+    ("TRUNCATE TABLE t PRESERVE MATERIALIZED VIEW LOG", "oracle", DdlEvent("truncate", None, "t")),
+    ("ALTER TABLE t SET UNUSED (c1, c2)", "oracle", DdlEvent("alter_table", None, "t", dropped=("c1", "c2"))),
+    ("ALTER TABLE t SET UNUSED COLUMN c1 ONLINE", "oracle", DdlEvent("alter_table", None, "t", dropped=("c1",))),
+    ("ALTER TABLE myschema.distributors SET SCHEMA yourschema", "postgres",
+     DdlEvent("rename_table", "myschema", "distributors", new_database="yourschema", new_table="distributors")),
+    ("ALTER TABLE dbo.t DROP CONSTRAINT df, COLUMN c", "tsql", DdlEvent("alter_table", "dbo", "t", dropped=("c",))),
+    ("ALTER TABLE dbo.t DROP CONSTRAINT IF EXISTS df, COLUMN IF EXISTS c, d", "tsql",
+     DdlEvent("alter_table", "dbo", "t", dropped=("c", "d"))),
+    ("ALTER TABLE dbo.t DROP COLUMN a, CONSTRAINT x, b", "tsql", DdlEvent("alter_table", "dbo", "t", dropped=("a",))),
+])
+def test_oracle_postgres_and_sql_server_statements_from_other_parsers_tests(sql: str, dialect: str,
+                                                                            expected: DdlEvent) -> None:
+    assert _one(sql, dialect) == dataclasses.replace(expected, sql=sql)
+
+
 def test_an_executable_comment_other_than_temporary_stays_a_comment() -> None:
     sql = ("CREATE TABLE t (a int NOT NULL PRIMARY KEY, b varchar(30) DEFAULT '/*!40005 TEMPORARY */', "
            "c int DEFAULT NULL /*!80023 INVISIBLE */)")
