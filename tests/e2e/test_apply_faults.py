@@ -17,7 +17,13 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.support.cdc_model import Reference, encode, simulate
+
+# In the extended tier (a `cdclake apply` killed after each commit step, then run again):
+# `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 CHAIN = ("apply:after-changelog", "apply:after-cut", "apply:after-merge", "apply:after-tombstones")
 TID = "faults.items"

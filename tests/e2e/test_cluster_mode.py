@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cdclake import airflow_home
 from cdclake.cluster import package_zip, submit_spec
 from cdclake.demo.generator import generate, write_batches
@@ -21,6 +23,9 @@ from cdclake.pipeline import is_applied
 from cdclake.reader import dump_rows, list_tables
 from cdclake.settings import LakeSettings
 from tests.support.spark_cluster import SparkCluster, spark_cluster  # noqa: F401
+
+# In the extended tier (a standalone Spark master and worker): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 
 def _submit(cluster: SparkCluster, settings: LakeSettings, zip_path: Path, job: str, *args: str) -> dict:

@@ -12,6 +12,10 @@ import pytest
 from tests.support.format_runs import Run, assert_variant_tables, run_batches, variant_keys
 from tests.support.format_streams import VARIANTS
 
+# In the extended tier (every variant once more, through --format auto; detection has unit tests):
+# `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 
 @pytest.fixture(scope="module")
 def inbox(tmp_path_factory: pytest.TempPathFactory) -> Path:

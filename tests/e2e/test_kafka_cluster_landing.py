@@ -12,9 +12,14 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.support import kafka_broker as broker_support
 from tests.support.kafka_broker import Broker
 from tests.support.spark_cluster import SparkCluster, spark_cluster  # noqa: F401
+
+# In the extended tier (a standalone Spark master and worker): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 kafka_broker = broker_support.kafka_broker  # the module's broker fixture
 

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cdclake import airflow_home
 from cdclake.demo.generator import generate, write_batches
 from cdclake.demo.oracle import expected_tables
@@ -28,6 +30,9 @@ from cdclake.settings import LakeSettings
 from tests.support.airflow_runs import run_plan
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.postgres_server import PostgresServer, postgres_server  # noqa: F401  (fixture)
+
+# In the extended tier (a running API server, scheduler and DAG processor): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 DAG_ID = "cdclake_sources__alpha"
 TABLE = "public.customers"

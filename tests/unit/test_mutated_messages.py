@@ -24,6 +24,10 @@ from cdclake.keys import KeySpec
 from cdclake.landing import InputFile, land_files
 from cdclake.normalize import normalize_batch
 
+# In the extended tier (600 random mutations; the broken corpus covers each reason in CI):
+# `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MESSAGES = {
     "debezium": ["debezium/pg_create.json", "debezium/pg_update.json", "debezium/pg_delete.json",
