@@ -29,6 +29,10 @@ from hypothesis import strategies as st
 
 from tests.support.cdc_model import EXTRA, PLACEHOLDER, Event, Reference, encode, simulate
 
+# In the extended tier (16 minutes of a CI worker; the apply's semantics also have unit and e2e oracle tests):
+# `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 REGRESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "apply_regressions"
 EXAMPLES = int(os.environ.get("CDCLAKE_PROPERTY_EXAMPLES", "8"))
 _names = itertools.count(1)
