@@ -17,6 +17,10 @@ from cdclake import ddl_stops, pipeline, source_tasks
 from cdclake.reader import dump_rows, list_tables
 from cdclake.schema_changes import DdlPolicies
 
+# In the extended tier (7 minutes of a CI worker; the policies' rules have unit tests in CI,
+# tests/unit/test_ddl_policy_rules.py): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 INTS = {"id", "qty", "amount", "item"}
 TYPES = {"id": "int", "qty": "int", "amount": "int", "item": "int", "name": "varchar(20)", "title": "varchar(20)",
          "note": "varchar(20)", "v": "varchar(5)"}

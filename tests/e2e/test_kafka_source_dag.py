@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cdclake import airflow_home
 from cdclake.demo.generator import generate
 from cdclake.demo.oracle import expected_tables
@@ -29,6 +31,9 @@ from cdclake.settings import LakeSettings
 from tests.support import kafka_broker as broker_support
 from tests.support.airflow_runs import run_plan
 from tests.support.kafka_broker import Broker
+
+# In the extended tier (3 minutes of a CI worker; Kafka landing has its tests in CI): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 kafka_broker = broker_support.kafka_broker  # the module's broker fixture
 

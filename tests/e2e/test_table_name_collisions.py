@@ -11,10 +11,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cdclake.catalog import SOURCE_PROPERTY, SOURCE_TABLE_PROPERTY, pyiceberg_catalog
 from cdclake.reader import dump_rows, quarantine_rows
 from cdclake.settings import LakeSettings
 from tests.support.cli_session import run_cli_session
+
+# In the extended tier (3 minutes of a CI worker): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 
 def canal(seq: int, table: str, kind: str, row: dict[str, str], old: dict[str, str] | None = None) -> dict[str, Any]:

@@ -11,10 +11,15 @@ import json
 import uuid
 from typing import Any
 
+import pytest
+
 from cdclake.keys import KeySpec
 from cdclake.normalize import normalize_batch
 from cdclake.reader import dump_rows
 from tests.support.canal_batches import apply_messages, land_messages
+
+# In the extended tier (4 minutes of a CI worker): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 
 def _apply(spark: Any, lake: Any, db: str, name: str, messages: list[dict[str, Any]]) -> None:

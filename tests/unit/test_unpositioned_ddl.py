@@ -11,6 +11,9 @@ import pytest
 from cdclake.reader import dump_rows, list_tables
 from tests.support.canal_batches import apply_messages
 
+# In the extended tier (11 minutes of a CI worker, statements without a source position): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 
 def _ddl(db: str, table: str, kind: str, sql: str) -> dict[str, Any]:
     return {"data": None, "database": db, "es": 1704067200, "id": 0, "isDdl": True, "mysqlType": None,
