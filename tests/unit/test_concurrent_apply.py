@@ -36,6 +36,10 @@ from cdclake.pipeline import apply_batch
 from cdclake.reader import dump_rows
 from tests.support.canal_batches import canal, land_messages
 
+# In the extended tier (3 minutes of a CI worker; the catalog lock itself has its tests in CI, test_locks.py):
+# `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
+
 GATE_TIMEOUT_S = 300
 
 

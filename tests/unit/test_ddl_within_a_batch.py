@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from cdclake.reader import dump_rows, list_tables
 from tests.support.canal_batches import apply_messages, canal
+
+# In the extended tier (8 minutes of a CI worker; a schema change between row changes of one batch also runs in CI,
+# in the seed and external-stream tests): `CDCLAKE_TESTS=all ./.ci/run`.
+pytestmark = pytest.mark.extended
 
 
 def _ddl(database: str, sql: str, position: int, kind: str = "ALTER", table: str = "items") -> dict[str, object]:
