@@ -6,6 +6,7 @@ Spark's catalog configuration is fixed when the session starts, so the whole run
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -50,3 +51,30 @@ def spark(session_lake: LakeSettings):
 def lake(tmp_path: Path) -> LakeSettings:
     """A fresh lake directory for tests that run cdclake in subprocesses (CLI, Airflow)."""
     return LakeSettings.from_env(tmp_path / "lake", env={})
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Prints each test file's seconds (setup, call and teardown of its tests) and keeps them in tests/artifacts.
+
+    The suite is CPU-bound on two workers that take a whole file each, so a file's time is what decides how the
+    workers' loads balance and whether a file belongs in CI's tier; ``--durations`` lists single tests only.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid = getattr(report, "nodeid", "")
+            if nodeid and isinstance(getattr(report, "duration", None), float):
+                path = nodeid.split("::", 1)[0]
+                seconds[path] = seconds.get(path, 0.0) + report.duration
+    if not seconds:
+        return
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])
+    title = f"seconds per test file (all {len(ranked)} of them in tests/artifacts/file-seconds.json)"
+    terminalreporter.write_sep("=", title)
+    for path, total in ranked[:25]:
+        terminalreporter.write_line(f"{total:8.1f}s {path}")
+    artifacts = Path(config.rootpath) / "tests" / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    (artifacts / "file-seconds.json").write_text(json.dumps(dict(ranked), indent=1) + "\n")
