@@ -19,9 +19,15 @@ the docstring of the function that does it:
   are dropped first.
 - MySQL spatial column types (``point``, ``polygon``.., with ``SRID n``), which sqlglot mostly does not read, are
   read as ``longblob`` before parsing, and MySQL's type synonyms it does not know (``SERIAL``, ``MIDDLEINT``,
-  ``LONG VARCHAR``, ``NATIONAL CHAR``, ``FLOAT UNSIGNED``) as what they stand for (:func:`_mysql_readable`).
+  ``LONG VARCHAR``, ``NATIONAL CHAR``, ``NCHAR VARYING``, ``FLOAT UNSIGNED``, ``SERIAL DEFAULT VALUE``, repeated
+  ``UNSIGNED``/``ZEROFILL``), and OceanBase's index options (``BLOCK_SIZE n LOCAL``), as what they stand for
+  (:func:`_mysql_readable`).
+- SQL Server's ``CLUSTERED``/``NONCLUSTERED`` after an inline or unnamed ``PRIMARY KEY`` (:func:`_tsql_readable`),
+  PostgreSQL's and Oracle's identity sequence options (``AS IDENTITY (SEQUENCE NAME s .. NO MAXVALUE CACHE 1)``,
+  :func:`_without_identity_options`), which sqlglot does not read.
 - ``ALTER TABLE`` actions sqlglot does not know: MySQL ``ADD [COLUMN] (a int, b int)``, Oracle
-  ``MODIFY (c NUMBER(12))`` / ``MODIFY c NUMBER(12)`` / ``DROP (c, d)``, MySQL ``RENAME AS u``. Column
+  ``MODIFY (c NUMBER(12))`` / ``MODIFY c NUMBER(12)`` / ``DROP (c, d)``, ``DROP UNUSED COLUMNS``, PostgreSQL's
+  identity changes (``ALTER COLUMN c ADD GENERATED ALWAYS AS IDENTITY``), MySQL ``RENAME AS u``. Column
   definitions inside them are still parsed by sqlglot. An action that could touch columns or keys and is still
   not understood raises :class:`DdlError` rather than being skipped.
 - PostgreSQL ``ALTER TABLE t RENAME a TO b`` (a column rename), which sqlglot reads as a table rename, is
@@ -147,7 +153,8 @@ class DdlEvent:
             of a three-part name, the middle part), or None. For ``create_database``/``drop_database`` the
             database itself.
         table: The table name, or None (database statements, some ``other`` statements).
-        columns: ``create_table``: every column, in order.
+        columns: ``create_table``: every column, in order; none for ``CREATE TABLE .. AS SELECT``, whose columns
+            are the query's (their types are not in the text).
         primary_key: ``create_table``: the key columns (inline ``PRIMARY KEY`` or a table constraint);
             ``alter_table``: the columns of an added primary key.
         added: ``alter_table``: columns added.
@@ -157,10 +164,11 @@ class DdlEvent:
             ``CHANGE``, under their new name).
         new_database: ``rename_table`` (and renaming ``alter_table``): the target's qualifier, or None.
         new_table: ``rename_table`` (and renaming ``alter_table``): the target table name.
-        like: ``create_table`` copying another table (``CREATE TABLE t LIKE s``, PostgreSQL's ``(LIKE s ..)``):
-            ``(qualifier or None, table)`` of ``s``; its columns come first, then ``columns``.
+        like: ``create_table`` copying another table (``CREATE TABLE t LIKE s``, PostgreSQL's ``(LIKE s ..)``
+            and ``PARTITION OF s``): ``(qualifier or None, table)`` of ``s``; its columns come first, then
+            ``columns``.
         like_key: Whether the copy takes ``s``'s primary key (MySQL's ``LIKE`` copies its indexes; PostgreSQL's
-            only with ``INCLUDING INDEXES`` or ``INCLUDING ALL``).
+            only with ``INCLUDING INDEXES`` or ``INCLUDING ALL``; a partition always has its parent's).
         sql: The statement text this event came from.
     """
 
@@ -386,13 +394,22 @@ def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
 
 def _tsql_readable(src: _Source) -> tuple[str, bool]:
     """A T-SQL statement without ``WITH VALUES`` (``ALTER TABLE .. ADD c int NULL DEFAULT 5 WITH VALUES``: the
-    existing rows take the default; sqlglot does not read it), and whether it had one."""
-    spans = [(src.tokens[i].start, src.tokens[i + 1].end + 1) for i in range(len(src.tokens) - 1)
+    existing rows take the default; sqlglot does not read it), and whether it had one. ``CLUSTERED`` and
+    ``NONCLUSTERED`` after ``PRIMARY KEY`` or ``UNIQUE`` go too: sqlglot reads them only in a named table constraint
+    (``CONSTRAINT pk PRIMARY KEY CLUSTERED (id)``), not inline (``id int PRIMARY KEY CLUSTERED``) or unnamed
+    (``PRIMARY KEY CLUSTERED ([id] ASC)``, as SQL Server's scripts write it), and how an index stores its rows
+    changes neither the columns nor the key."""
+    tokens = src.tokens
+    spans = [(tokens[i].start, tokens[i + 1].end + 1) for i in range(len(tokens) - 1)
              if src.word(i) == "WITH" and src.word(i + 1) == "VALUES"]
+    with_values = bool(spans)
+    spans += [(tokens[i].start, tokens[i].end + 1) for i in range(1, len(tokens))
+              if src.word(i) in ("CLUSTERED", "NONCLUSTERED") and tokens[i].token_type != TokenType.IDENTIFIER
+              and (tokens[i - 1].token_type == TokenType.PRIMARY_KEY or src.word(i - 1) == "UNIQUE")]
     text = src.text
-    for start, end in reversed(spans):
+    for start, end in sorted(spans, reverse=True):
         text = text[:start] + text[end:]
-    return text, bool(spans)
+    return text, with_values
 
 
 def _parsed(src: _Source, dialect: str) -> list[DdlEvent]:
@@ -489,7 +506,11 @@ def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
     if not isinstance(target, exp.Schema):  # CREATE TABLE t LIKE s, or .. AS SELECT: no column list to read
         like = next((p for p in (properties.expressions if properties else ()) if isinstance(p, exp.LikeProperty)),
                     None)
-        if like is None:
+        partition_of = next((p for p in (properties.expressions if properties else ())
+                             if isinstance(p, exp.PartitionedOfProperty)), None)
+        if partition_of is not None:
+            return _partition_event(target, partition_of, src.text)
+        if like is None:  # CREATE TABLE .. AS SELECT: its columns are the query's, which the text does not type
             return _table_event("create_table", target, src.text)
         return DdlEvent("create_table", _qualifier(target), target.name or None, like=_like_source(like),
                         like_key=True, sql=src.text)
@@ -500,6 +521,21 @@ def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
         like=_like_source(like) if like is not None else None, like_key=like is not None and _like_copies_key(like),
         sql=src.text,
     )
+
+
+def _partition_event(target: exp.Expr, partition_of: exp.PartitionedOfProperty, sql: str) -> DdlEvent:
+    """PostgreSQL's ``CREATE TABLE p1 PARTITION OF p [(options)] FOR VALUES ..``: a partition has its parent's
+    columns, and (PostgreSQL 11 on) its parent's primary key, so it is read as a copy of ``p`` with its key. Its
+    parenthesized list can add no column, only options of the parent's (``c DEFAULT 5``, no type) and constraints,
+    of which a ``PRIMARY KEY`` is its own key."""
+    parent = partition_of.this
+    key: list[str] = []
+    if isinstance(parent, exp.Schema):
+        key = [name for e in parent.expressions for name in _constraint_key(e)] or [
+            e.name for e in parent.expressions if isinstance(e, exp.ColumnDef) and _has_inline_primary_key(e)]
+        parent = parent.this
+    return DdlEvent("create_table", _qualifier(target), target.name or None, primary_key=tuple(dict.fromkeys(key)),
+                    like=(_qualifier(parent), parent.name), like_key=True, sql=sql)
 
 
 def _like_source(like: exp.LikeProperty) -> tuple[str | None, str]:
@@ -596,9 +632,12 @@ def _column(column: exp.ColumnDef, src: _Source, dialect: str, *, added: bool = 
     # Constraints other than ColumnConstraint (e.g. InOutColumnConstraint, which sqlglot reads from `... int in`)
     # have no kind (also in _has_inline_primary_key).
     kinds = [c.args.get("kind") for c in column.constraints]
+    # An identity column (PostgreSQL's and Oracle's GENERATED .. AS IDENTITY, SQL Server's IDENTITY(1,1)) is NOT
+    # NULL without saying so, as the SQL standard has it.
     not_null = any(
         (isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"))
         or isinstance(kind, exp.PrimaryKeyColumnConstraint)
+        or (isinstance(kind, exp.GeneratedAsIdentityColumnConstraint) and kind.args.get("expression") is None)
         for kind in kinds
     )
     default = next((_default_text(k.this) for k in kinds if isinstance(k, exp.DefaultColumnConstraint)), None)
@@ -889,7 +928,9 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     """Token-level fallback for one ALTER TABLE action sqlglot could not parse.
 
     Understood: ``ADD [COLUMN] (defs)``, ``MODIFY [COLUMN] (defs)``, ``MODIFY [COLUMN] def``, ``DROP (names)``
-    and ``RENAME [TO|AS] name``; the column definitions themselves are parsed by sqlglot.
+    and ``RENAME [TO|AS] name``; the column definitions themselves are parsed by sqlglot. Also Oracle's ``SET UNUSED``
+    (a drop), ``DROP UNUSED COLUMNS``, PostgreSQL's ``SET SCHEMA`` and its changes of a column's identity, which
+    change no column (:func:`_changes_identity`).
 
     Raises:
         DdlError: The action may change columns or keys but is none of the above.
@@ -909,6 +950,15 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
         else:
             groups = [list(action.tokens[j : j + 1])]
         parts.dropped.extend(_identifier_text(g) for g in groups)
+        return
+    if dialect == "oracle" and verb == "DROP" and (action.word(1), action.word(2)) in (
+            ("UNUSED", "COLUMNS"), ("COLUMNS", "CONTINUE")):
+        # Oracle's DROP UNUSED COLUMNS [CHECKPOINT n] (and DROP COLUMNS CONTINUE, which resumes it) frees the space
+        # of columns SET UNUSED dropped already (reported as dropped then): no column changes now.
+        parts.other_actions += 1
+        return
+    if verb == "ALTER" and _changes_identity(action, 2 if action.word(1) == "COLUMN" else 1):
+        parts.other_actions += 1
         return
     if verb == "SET" and action.word(1) == "SCHEMA" and len(action.tokens) == 3:
         parts.new_schema = _identifier_text(action.tokens[2:])
@@ -950,6 +1000,20 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
             f" but is not understood, in {_snippet(statement)!r}"
         )
     parts.other_actions += 1
+
+
+_SEQUENCE_OPTIONS = frozenset({"INCREMENT", "START", "MINVALUE", "MAXVALUE", "NO", "CACHE", "CYCLE", "SEQUENCE",
+                               "AS", "OWNED", "LOGGED", "UNLOGGED"})
+
+
+def _changes_identity(action: _Source, name_at: int) -> bool:
+    """Whether ``ALTER [COLUMN] c ..`` (``c`` at ``name_at``) changes only how PostgreSQL generates the column's
+    values: ``ADD GENERATED .. AS IDENTITY`` (the column must be NOT NULL already), ``SET GENERATED ..``,
+    ``SET INCREMENT BY ..`` and the other sequence options, ``RESTART [WITH n]``, ``DROP IDENTITY [IF EXISTS]``
+    (the column keeps its type and its NOT NULL). Such a change may be followed only by more of them."""
+    first, second = action.word(name_at + 1), action.word(name_at + 2)
+    return (first, second) in (("ADD", "GENERATED"), ("SET", "GENERATED"), ("DROP", "IDENTITY")) or first == "RESTART" \
+        or (first == "SET" and second in _SEQUENCE_OPTIONS)
 
 
 def _column_defs(defs: str, dialect: str, *, added: bool = False) -> tuple[list[DdlColumn], list[str]]:
@@ -1095,14 +1159,16 @@ def _table_keyword_at(src: _Source) -> int | None:
 def _salvage_create_table(src: _Source, dialect: str) -> list[DdlEvent] | None:
     """Re-parse a CREATE TABLE up to the end of its column list (dropping table options sqlglot does not know).
 
-    For Oracle, constraint states, ``USING INDEX ..`` clauses and supplemental logging elements are removed first
-    as well.
+    For PostgreSQL and Oracle, an identity column's sequence options are removed first as well
+    (:func:`_without_identity_options`); for Oracle, also constraint states, ``USING INDEX ..`` clauses and
+    supplemental logging elements.
     """
     candidates = [src]
+    cleaned = _without_identity_options(src) if dialect in ("postgres", "oracle") else src.text
     if dialect == "oracle":
-        cleaned = _without_oracle_clauses(src)
-        if cleaned != src.text:
-            candidates.append(_Source.of(cleaned, dialect))
+        cleaned = _without_oracle_clauses(_Source.of(cleaned, dialect))
+    if cleaned != src.text:
+        candidates.append(_Source.of(cleaned, dialect))
     for candidate in candidates:
         open_at = next((i for i, t in enumerate(candidate.tokens) if t.token_type == TokenType.L_PAREN), None)
         close_at = _matching_close(candidate.tokens, open_at) if open_at is not None else None
@@ -1113,6 +1179,38 @@ def _salvage_create_table(src: _Source, dialect: str) -> list[DdlEvent] | None:
             event = _create_event(parsed[0], parsed[1], dialect)
             return [replace(event, sql=src.text)]
     return None
+
+
+_IDENTITY_OPTION_WORDS = frozenset({
+    "START", "WITH", "INCREMENT", "BY", "MINVALUE", "MAXVALUE", "NOMINVALUE", "NOMAXVALUE", "NO", "CACHE", "NOCACHE",
+    "CYCLE", "NOCYCLE", "ORDER", "NOORDER", "KEEP", "NOKEEP", "SCALE", "NOSCALE", "EXTEND", "NOEXTEND", "SHARD",
+    "NOSHARD", "SESSION", "GLOBAL", "LIMIT", "VALUE", "-", "+"})
+"""Words of Oracle's identity options written without parentheses, as ``DBMS_METADATA`` prints them
+(``AS IDENTITY MINVALUE 1 MAXVALUE 9999 INCREMENT BY 1 START WITH 1 CACHE 20 NOORDER NOCYCLE NOKEEP NOSCALE``)."""
+
+
+def _without_identity_options(src: _Source) -> str:
+    """DDL text with an identity column's sequence options removed: PostgreSQL's ``AS IDENTITY (SEQUENCE NAME s
+    START WITH 1 .. NO MAXVALUE CACHE 1)`` (pg_dump's form) and Oracle's, parenthesized or not. sqlglot reads only
+    ``START WITH`` and ``INCREMENT BY`` among them; how the values are generated changes no column."""
+    keep: list[str] = []
+    cursor = 0
+    tokens = src.tokens
+    for i in range(1, len(tokens)):
+        if src.word(i) != "IDENTITY" or src.word(i - 1) != "AS" or tokens[i].token_type == TokenType.IDENTIFIER:
+            continue
+        last = i
+        if i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
+            last = _matching_close(tokens, i + 1) or i
+        else:
+            while last + 1 < len(tokens) and tokens[last + 1].token_type != TokenType.IDENTIFIER and (
+                    src.word(last + 1) in _IDENTITY_OPTION_WORDS or tokens[last + 1].token_type == TokenType.NUMBER):
+                last += 1
+        if last > i:
+            keep.append(src.text[cursor : tokens[i].end + 1])
+            cursor = tokens[last].end + 1
+    keep.append(src.text[cursor:])
+    return "".join(keep)
 
 
 def _without_oracle_clauses(src: _Source) -> str:
@@ -1164,7 +1262,13 @@ _SPATIAL = frozenset({"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT"
 
 
 _MYSQL_TYPE_SPELLINGS = {
-    # MySQL's own synonyms sqlglot does not read (https://dev.mysql.com/doc/refman/8.0/en/other-vendor-data-types.html)
+    # MySQL's own synonyms sqlglot does not read (https://dev.mysql.com/doc/refman/8.0/en/other-vendor-data-types.html,
+    # .../charset-national.html); a word is one token's text, and sqlglot's tokenizer keeps `CHAR VARYING` as one.
+    # Longer spellings first: the first that matches is taken.
+    ("NATIONAL", "CHAR VARYING"): "VARCHAR",
+    ("NATIONAL", "CHARACTER VARYING"): "VARCHAR",
+    ("NCHAR", "VARYING"): "VARCHAR",
+    ("NCHAR", "VARCHAR"): "VARCHAR",
     ("MIDDLEINT",): "MEDIUMINT",
     ("LONG", "VARCHAR"): "MEDIUMTEXT",
     ("LONG", "VARBINARY"): "MEDIUMBLOB",
@@ -1173,27 +1277,43 @@ _MYSQL_TYPE_SPELLINGS = {
     ("NATIONAL", "CHARACTER"): "CHAR",
     ("SERIAL",): "BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE",
 }
+# A type's sign and zero-fill attributes, which MySQL takes in any number and order (``int unsigned unsigned``,
+# ``int zerofill unsigned``) and sqlglot only once each, UNSIGNED before ZEROFILL. MySQL ORs their flags: ZEROFILL
+# makes the type UNSIGNED as well, SIGNED adds nothing (its grammar ignores it).
+_SIGN_WORDS = frozenset({"SIGNED", "UNSIGNED", "ZEROFILL"})
+# OceanBase's index options inside a CREATE TABLE's column list, as its SHOW CREATE TABLE prints every index
+# (``KEY `ix` (`c`) BLOCK_SIZE 16384 LOCAL``); sqlglot does not read them, and no option of an index changes a
+# column or which columns are the key.
+_OCEANBASE_INDEX_SCOPES = frozenset({"LOCAL", "GLOBAL"})
 
 
 def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
     """MySQL DDL text as sqlglot reads it, with the same meaning for cdclake: a spatial column type (a spatial type
     name right after a column name) as ``LONGBLOB``, without its ``SRID n``; MySQL's type synonyms sqlglot does not
-    know (``SERIAL``, ``MIDDLEINT``, ``LONG VARCHAR``, ``NATIONAL CHAR``) as what they stand for; and
-    ``FLOAT``/``REAL`` without the ``UNSIGNED`` sqlglot refuses (deprecated, still accepted by MySQL 8: it only
-    forbids negatives). Also returns the spatial columns' types (column -> ``geometry``, ``point``..): how a CDC
-    tool writes their values depends on it (:mod:`cdclake.formats.sqltypes`, ``connect.debezium_mysql_field``)."""
+    know (``SERIAL``, ``MIDDLEINT``, ``LONG VARCHAR``, ``NATIONAL CHAR``, ``NCHAR VARYING``) as what they stand for;
+    the column attribute ``SERIAL DEFAULT VALUE`` as the ``NOT NULL AUTO_INCREMENT UNIQUE`` it stands for; a run of
+    ``SIGNED``/``UNSIGNED``/``ZEROFILL`` as the one ``UNSIGNED [ZEROFILL]`` (or ``SIGNED``) it means, as MySQL
+    prints it (``int zerofill`` is ``int unsigned zerofill``); ``FLOAT``/``REAL`` without the ``UNSIGNED`` sqlglot
+    refuses (deprecated, still accepted by MySQL 8: it only forbids negatives); and without OceanBase's index
+    options ``BLOCK_SIZE n``, ``LOCAL`` and ``GLOBAL``. Also returns the spatial columns' types (column ->
+    ``geometry``, ``point``..): how a CDC tool writes their values depends on it (:mod:`cdclake.formats.sqltypes`,
+    ``connect.debezium_mysql_field``)."""
     spatial: dict[str, str] = {}
     keep: list[str] = []
     cursor = 0
     tokens = src.tokens
     skip_to = -1
+
+    def words(i: int, n: int) -> tuple[str, ...]:
+        return tuple(" ".join(src.word(i + k).split()) for k in range(n))
+
     for i, tok in enumerate(tokens):
         if i <= skip_to:
             continue
         after_name = i > 0 and tokens[i - 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
         word = src.word(i) if tok.token_type != TokenType.IDENTIFIER else ""
-        spelled = next(((n, t) for n, t in _MYSQL_TYPE_SPELLINGS.items()
-                        if tuple(src.word(i + k) for k in range(len(n))) == n), None) if after_name else None
+        spelled = next(((n, t) for n, t in _MYSQL_TYPE_SPELLINGS.items() if words(i, len(n)) == n),
+                       None) if after_name else None
         if word in _SPATIAL and after_name:
             keep.append(src.text[cursor : tok.start] + "LONGBLOB")
             cursor = tok.end + 1
@@ -1203,11 +1323,37 @@ def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
             keep.append(src.text[cursor : tok.start] + standing_for)
             skip_to = i + len(names) - 1
             cursor = tokens[skip_to].end + 1
+        elif word == "SERIAL" and words(i + 1, 2) == ("DEFAULT", "VALUE") and not after_name:
+            keep.append(src.text[cursor : tok.start] + "NOT NULL AUTO_INCREMENT UNIQUE")
+            skip_to = i + 2
+            cursor = tokens[skip_to].end + 1
         elif word == "SRID" and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.NUMBER:
             keep.append(src.text[cursor : tok.start])
             cursor = tokens[i + 1].end + 1
             skip_to = i + 1
-        elif word == "UNSIGNED" and _follows_float(src, i):
+        elif word in _SIGN_WORDS and i > 0 and tokens[i - 1].token_type not in (TokenType.COMMA, TokenType.L_PAREN):
+            last = i
+            while last + 1 < len(tokens) and tokens[last + 1].token_type != TokenType.IDENTIFIER \
+                    and src.word(last + 1) in _SIGN_WORDS:
+                last += 1
+            run = {src.word(k) for k in range(i, last + 1)}
+            unsigned = bool(run & {"UNSIGNED", "ZEROFILL"}) and not _follows_float(src, i)
+            meant = " ".join([*(["UNSIGNED"] if unsigned else []), *(["ZEROFILL"] if "ZEROFILL" in run else [])])
+            if not meant and not _follows_float(src, i):
+                meant = "SIGNED"
+            if last > i or meant != word:
+                keep.append(src.text[cursor : tok.start] + meant)
+                cursor = tokens[last].end + 1
+            skip_to = last
+        elif word == "BLOCK_SIZE" and i > 0 and tokens[i - 1].token_type == TokenType.R_PAREN:
+            last = i + 1 if src.word(i + 1) != "=" else i + 2
+            if last < len(tokens) and tokens[last].token_type == TokenType.NUMBER:
+                keep.append(src.text[cursor : tok.start])
+                cursor = tokens[last].end + 1
+                skip_to = last
+        elif (word in _OCEANBASE_INDEX_SCOPES and i > 0 and (tokens[i - 1].token_type == TokenType.R_PAREN or (
+                tokens[i - 1].token_type == TokenType.NUMBER and cursor == tokens[i - 1].end + 1))
+              and src.word(i + 1) in (",", ")")):
             keep.append(src.text[cursor : tok.start])
             cursor = tok.end + 1
     keep.append(src.text[cursor:])
@@ -1225,7 +1371,11 @@ def _follows_float(src: _Source, i: int) -> bool:
 
 
 def _salvage_alter_table(src: _Source, table_at: int, dialect: str) -> list[DdlEvent] | None:
-    """Parse an ALTER TABLE action by action; actions sqlglot rejects go to :func:`_apply_unparsed_action`."""
+    """Parse an ALTER TABLE action by action; actions sqlglot rejects go to :func:`_apply_unparsed_action`.
+    PostgreSQL's and Oracle's identity options are removed first (:func:`_without_identity_options`)."""
+    sql = src.text
+    if dialect in ("postgres", "oracle"):  # the tokens do not move: TABLE is still at table_at
+        src = _Source.of(_without_identity_options(src), dialect)
     i = table_at + 1
     while src.word(i) in ("IF", "EXISTS", "ONLY"):
         i += 1
@@ -1254,5 +1404,5 @@ def _salvage_alter_table(src: _Source, table_at: int, dialect: str) -> list[DdlE
             for action in actions:
                 _apply_action(action, parsed[1], dialect, parts)
         else:
-            _apply_unparsed_action(_Source.of(action_text, dialect), dialect, parts, src.text)
-    return [_alter_parts_event(table, parts, src.text)]
+            _apply_unparsed_action(_Source.of(action_text, dialect), dialect, parts, sql)
+    return [_alter_parts_event(table, parts, sql)]
