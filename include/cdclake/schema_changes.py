@@ -253,9 +253,12 @@ def _table_changes_key(ctx: dict[str, Any], table: str) -> tuple[str, ...]:
 
 
 def _columns(dialect: str, specs: Any) -> dict[str, ColumnType]:
+    """The typed columns of DDL column definitions. A definition without a type (SQL Server's computed column
+    ``total AS (price * qty)``, Oracle's ``MODIFY (c NULL)``) says nothing of the column's type: the rows, or the
+    table, type it (it would map to text, and so make a lake column of another type text)."""
     from cdclake.formats.sqltypes import column_type
 
-    return {c.name: column_type(c.name, c.type_text, dialect=dialect) for c in specs}
+    return {c.name: column_type(c.name, c.type_text, dialect=dialect) for c in specs if c.type_text}
 
 
 def _describe(event: DdlEvent) -> str:
@@ -329,7 +332,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                     del outcome.tables[tid]  # created again after its drop: the dropped table keeps its definition
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
-                definition.sql_types = {c.name: (dialect, c.type_text) for c in event.columns}
+                definition.sql_types = {c.name: (dialect, c.type_text) for c in event.columns if c.type_text}
                 definition.key = tuple(event.primary_key) or _table_changes_key(ctx, event.table or "")
                 definition.created = True
                 if event.like:
@@ -353,7 +356,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 if policy == "evolve":  # a column the statement renames or drops may be added again in it
                     _rename_and_drop_columns(definition, event, record)
                 definition.columns.update(_columns(dialect, [*event.added, *event.modified]))
-                definition.sql_types.update({c.name: (dialect, c.type_text) for c in [*event.added, *event.modified]})
+                definition.sql_types.update({c.name: (dialect, c.type_text) for c in [*event.added, *event.modified]
+                                             if c.type_text})
                 if event.primary_key:
                     definition.key = tuple(event.primary_key)
             if policy == "fail":

@@ -75,6 +75,20 @@ def test_create_table_is_learned_under_every_policy() -> None:
         assert outcome.tables["shop.t"].key == ("id",) and not outcome.stopped
 
 
+def test_a_column_definition_without_a_type_declares_no_type() -> None:
+    # Oracle's MODIFY (sal NULL) changes only whether sal takes NULL; SQL Server's computed column has the type of
+    # its expression, which the text does not give: neither may declare the column text.
+    def record(sql: str, dialect: str, index: int) -> dict:
+        return {**ddl_record(sql, index), "row_schema": json.dumps({"dialect": dialect, "namespace": "hr"})}
+
+    outcome = interpret([record("ALTER TABLE emp MODIFY (sal NULL, bonus NUMBER(5))", "oracle", 0),
+                         record("CREATE TABLE t (price int, total AS (price * 2) PERSISTED)", "tsql", 1)])
+    assert list(outcome.tables["hr.emp"].columns) == ["bonus"]
+    assert outcome.tables["hr.emp"].sql_types == {"bonus": ("oracle", "number(5)")}
+    assert list(outcome.tables["hr.t"].columns) == ["price"]
+    assert outcome.tables["hr.t"].sql_types == {"price": ("tsql", "int")}
+
+
 def test_history_folds_chains_of_renames_drops_and_re_adds() -> None:
     history = History()
     for change in [
