@@ -405,7 +405,10 @@ def _tsql_readable(src: _Source) -> tuple[str, bool]:
     with_values = bool(spans)
     spans += [(tokens[i].start, tokens[i].end + 1) for i in range(1, len(tokens))
               if src.word(i) in ("CLUSTERED", "NONCLUSTERED") and tokens[i].token_type != TokenType.IDENTIFIER
-              and (tokens[i - 1].token_type == TokenType.PRIMARY_KEY or src.word(i - 1) == "UNIQUE")]
+              and (tokens[i - 1].token_type == TokenType.PRIMARY_KEY or src.word(i - 1) == "UNIQUE")
+              # a named table constraint (`CONSTRAINT uq UNIQUE NONCLUSTERED (c ASC)`, as SSMS scripts it) sqlglot
+              # reads with the word, and `UNIQUE (c ASC)` without it not at all
+              and not (i >= 3 and src.word(i - 3) == "CONSTRAINT" and src.word(i + 1) == "(")]
     text = src.text
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + text[end:]
@@ -1311,7 +1314,8 @@ def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
         if i <= skip_to:
             continue
         after_name = i > 0 and tokens[i - 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
-        word = src.word(i) if tok.token_type != TokenType.IDENTIFIER else ""
+        # A quoted name or a string literal (`DEFAULT 'zerofill'`, `COMMENT 'local'`) is never one of the words below.
+        word = src.word(i) if tok.token_type not in _NOT_WORDS else ""
         spelled = next(((n, t) for n, t in _MYSQL_TYPE_SPELLINGS.items() if words(i, len(n)) == n),
                        None) if after_name else None
         if word in _SPATIAL and after_name:
@@ -1331,9 +1335,9 @@ def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
             keep.append(src.text[cursor : tok.start])
             cursor = tokens[i + 1].end + 1
             skip_to = i + 1
-        elif word in _SIGN_WORDS and i > 0 and tokens[i - 1].token_type not in (TokenType.COMMA, TokenType.L_PAREN):
+        elif word in _SIGN_WORDS and _follows_numeric_type(src, i):
             last = i
-            while last + 1 < len(tokens) and tokens[last + 1].token_type != TokenType.IDENTIFIER \
+            while last + 1 < len(tokens) and tokens[last + 1].token_type not in _NOT_WORDS \
                     and src.word(last + 1) in _SIGN_WORDS:
                 last += 1
             run = {src.word(k) for k in range(i, last + 1)}
@@ -1358,6 +1362,32 @@ def _mysql_readable(src: _Source) -> tuple[str, dict[str, str]]:
             cursor = tok.end + 1
     keep.append(src.text[cursor:])
     return "".join(keep), spatial
+
+
+_NOT_WORDS = frozenset({TokenType.IDENTIFIER, TokenType.STRING, TokenType.NATIONAL_STRING, TokenType.RAW_STRING,
+                        TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING,
+                        TokenType.NATIONAL_RAW_STRING, TokenType.HEREDOC_STRING, TokenType.UNICODE_STRING})
+# The numeric types MySQL takes SIGNED/UNSIGNED/ZEROFILL after (YEAR takes them too, deprecated, but sqlglot refuses an
+# UNSIGNED after it: `year(4) zerofill` is left as written, which sqlglot reads).
+_SIGNED_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "MIDDLEINT", "INT", "INTEGER", "BIGINT", "INT1", "INT2",
+                           "INT3", "INT4", "INT8", "DECIMAL", "DEC", "NUMERIC", "FIXED", "FLOAT", "REAL", "DOUBLE",
+                           "PRECISION", "FLOAT4", "FLOAT8"})
+
+
+def _follows_numeric_type(src: _Source, i: int) -> bool:
+    """Whether token ``i`` follows a numeric type name (with or without ``(M[,D])``), or a sign attribute after one,
+    so that it is an attribute of the type: not a column named ``signed`` (``CHANGE signed signed bigint``), nor
+    ``CAST(a AS UNSIGNED)``."""
+    j = i - 1
+    while src.word(j) in _SIGN_WORDS and src.tokens[j].token_type not in _NOT_WORDS:
+        j -= 1
+    if src.word(j) == ")":
+        while j > 0 and src.word(j) != "(":
+            j -= 1
+        j -= 1
+    # one token may be two words (`double precision`)
+    return j >= 0 and src.tokens[j].token_type not in _NOT_WORDS and src.word(j).split()[-1:] in (
+        [t] for t in _SIGNED_TYPES)
 
 
 def _follows_float(src: _Source, i: int) -> bool:

@@ -964,3 +964,37 @@ def test_oceanbase_create_table_with_its_index_and_table_options() -> None:
 ])
 def test_sql_server_renames_by_sp_rename(sql: str, expected: DdlEvent) -> None:
     assert _one(sql, "tsql") == dataclasses.replace(expected, sql=sql)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    # a string that spells a sign attribute is a string: the default stays, the comment parses
+    ("CREATE TABLE t (c varchar(10) DEFAULT 'zerofill')", [("c", "varchar(10)", "zerofill")]),
+    ("CREATE TABLE t (c int COMMENT 'zerofill', d int unsigned)", [("c", "int", None), ("d", "int unsigned", None)]),
+    ("ALTER TABLE t ADD COLUMN c varchar(5) DEFAULT 'ZEROFILL' NOT NULL", [("c", "varchar(5)", "ZEROFILL")]),
+    # YEAR takes ZEROFILL (deprecated), and sqlglot refuses the UNSIGNED it would imply
+    ("CREATE TABLE t (c year(4) zerofill)", [("c", "year(4) zerofill", None)]),
+    ("CREATE TABLE t (c double precision(18, 4) UNSIGNED SIGNED ZEROFILL)",
+     [("c", "double precision(18,4) unsigned zerofill", None)]),
+])
+def test_sign_words_only_after_a_numeric_type(sql: str, expected: list[tuple[str, str, str | None]]) -> None:
+    event = parse_ddl(sql, "mysql")[0]
+    got = event.columns or event.added
+    assert [(c.name, c.type_text, c.default) for c in got] == expected
+
+
+def test_a_column_named_signed_is_not_a_sign_attribute() -> None:
+    # SIGNED is not reserved in MySQL: `CHANGE signed signed ..` keeps the column's name
+    event = parse_ddl("ALTER TABLE t CHANGE signed signed int unsigned NOT NULL", "mysql")[0]
+    assert event.renamed == ()
+    assert [(c.name, c.type_text, c.nullable) for c in event.modified] == [("signed", "int unsigned", False)]
+
+
+def test_sqlserver_named_unique_nonclustered_constraint_with_order() -> None:
+    # SSMS scripts a unique constraint as `CONSTRAINT [UQ] UNIQUE NONCLUSTERED ([c] ASC)`: sqlglot reads it with
+    # the word, and `UNIQUE ([c] ASC)` not at all
+    sql = ("CREATE TABLE [dbo].[Items] ([ItemId] [int] NOT NULL, [Code] [varchar](10) NOT NULL, CONSTRAINT [PK_Items] "
+           "PRIMARY KEY CLUSTERED ([ItemId] ASC), CONSTRAINT [UQ_Items_Code] UNIQUE NONCLUSTERED ([Code] ASC) WITH "
+           "(PAD_INDEX = OFF) ON [PRIMARY]) ON [PRIMARY]")
+    event = parse_ddl(sql, "tsql")[0]
+    assert event.primary_key == ("ItemId",)
+    assert [c.name for c in event.columns] == ["ItemId", "Code"]
