@@ -1214,3 +1214,23 @@ def test_a_table_without_key_whose_create_table_could_not_be_read_says_so(spark,
     assert reasons[1].startswith("table dip_test.odd has no primary key") and (
         "; the batch's CREATE TABLE of it could not be read (DDL not understood: cannot parse mysql DDL" in reasons[1]
     ), reasons
+
+
+def test_canal_binary_values_that_read_like_byte_lists_are_their_latin1_bytes(spark, session_lake, source):
+    # canal (and TiCDC's canal-json) write a MySQL binary value as `new String(bytes, ISO_8859_1)`: a blob holding
+    # the JSON text `[1, 2]` or `[]` arrives as that text. --format canal keeps those bytes; only DRS writes byte
+    # lists (`Arrays.toString(byte[])`), so --format drs reads them as such.
+    table = f"t{uuid.uuid4().hex[:8]}"
+    message = {"id": 3, "database": "canal_test", "table": table, "pkNames": ["id"], "isDdl": False,
+               "type": "INSERT", "es": 1700000000000, "ts": 1700000000100, "sql": "",
+               "sqlType": {"id": 4, "vb": 2004, "bl": 2004, "raw": 2004},
+               "mysqlType": {"id": "int(11)", "vb": "varbinary(20)", "bl": "blob", "raw": "blob"},
+               "data": [{"id": "1", "vb": "[1, 2]", "bl": "[]", "raw": "\u0000\u00ff"}], "old": None}
+    expected = {"canal": {"id": 1, "vb": b"[1, 2]", "bl": b"[]", "raw": b"\x00\xff"},
+                "drs": {"id": 1, "vb": b"\x01\x02", "bl": b"", "raw": b"\x00\xff"}}
+    for fmt, values in expected.items():
+        batch_id, result = land_lines(spark, session_lake, f"{source}_{fmt}", [message], fmt)
+        assert (result.tables, result.quarantined) == ({f"canal_test.{table}": 1}, 0)
+        (row,) = staged(spark, session_lake, f"{source}_{fmt}", batch_id, f"canal_test.{table}")
+        got = row.after.asDict()
+        assert {k: bytes(v) if isinstance(v, (bytes, bytearray)) else v for k, v in got.items()} == values, fmt

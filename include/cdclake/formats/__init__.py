@@ -70,7 +70,7 @@ class Normalizer:
 _REGISTRY = {
     "debezium": ("debezium", "debezium_ddl", "debezium_meta"),
     "dtle": ("debezium", "debezium_ddl", "debezium_meta"),
-    "canal": ("canal",),
+    "canal": ("canal_flat",),
     "drs": ("mongo", "drs"),
     "ckafka": ("ckafka", "canal"),
     "auto": ("debezium", "debezium_ddl", "debezium_meta", "mongo", "ckafka", "canal"),
@@ -81,7 +81,7 @@ def _shapes() -> "dict[str, Shape]":
     from cdclake.formats import canal, ckafka, debezium, mongo
 
     shapes = (debezium.CHANGE_SHAPE, debezium.DDL_SHAPE, debezium.METADATA_SHAPE, mongo.SHAPE, ckafka.SHAPE,
-              canal.SHAPE, canal.DRS_SHAPE)
+              canal.SHAPE, canal.DRS_SHAPE, canal.CANAL_SHAPE)
     return {s.name: s for s in shapes}
 
 

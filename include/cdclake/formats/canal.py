@@ -131,7 +131,8 @@ def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
                   .otherwise(by_time_alone)))
 
 
-def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) -> dict[str, Column]:
+def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False,
+             latin1_binary: bool = False) -> dict[str, Column]:
     kind = _type(j)
     op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
     old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index), F.element_at(j["old"], row_index + 1))
@@ -140,7 +141,8 @@ def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False) ->
     types = F.coalesce(j["mysqlType"], j["columnType"], F.lit("null"))
     row_schema = F.concat(
         F.lit(SQLTYPES_SCHEMA_PREFIX + '{"dialect":"'), dialect(j["dbType"]), F.lit('","types":'), types,
-        F.lit(',"codes":'), F.coalesce(j["sqlType"], F.lit("null")), F.lit("}}"))
+        F.lit(',"codes":'), F.coalesce(j["sqlType"], F.lit("null")),
+        F.lit(',"binary":"latin1"}}' if latin1_binary else "}}"))
     ddl_context = F.to_json(F.struct(dialect(j["dbType"]).alias("dialect"), namespace.alias("namespace"),
                                      j["table"].alias("table")))
     pk = F.trim(j["pkNames"])
@@ -201,13 +203,22 @@ SHAPE = Shape(
 DRS_SHAPE = replace(SHAPE, name="drs", columns=partial(_columns, drs=True))
 """The canal shape as ``--format drs`` reads it: ordered by DRS's event sequence number ``id`` alone."""
 
+CANAL_SHAPE = replace(SHAPE, name="canal_flat", columns=partial(_columns, latin1_binary=True))
+"""The canal shape as ``--format canal`` reads it: a MySQL binary value is canal's ISO-8859-1 text, never a DRS
+byte list (``"[1, 2]"`` in a ``blob`` is those six bytes). :data:`SHAPE` (``--format auto``, and CKafka's
+canal-format DDL) cannot tell a canal message from a DRS MySQL one, and takes a value that reads as a byte list
+as one."""
+
 
 def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
     """Columns from a canal message's type maps (``{"dialect", "types", "codes"}``), in the message's order."""
     from cdclake.formats.sqltypes import column_type
 
+    from cdclake.formats.sqltypes import latin1_bytes_from_text, mysql_bytes_from_text
+
     types = spec.get("types") if isinstance(spec.get("types"), dict) else {}
     dialect_name = str(spec.get("dialect") or "mysql")
+    latin1 = spec.get("binary") == "latin1" and dialect_name == "mysql"
     # DRS's relational variant numbers its sqlType codes its own way (e.g. 16 for a timestamp): JDBC codes only
     # for MySQL.
     codes = spec.get("codes") if isinstance(spec.get("codes"), dict) and dialect_name == "mysql" else {}
@@ -223,5 +234,8 @@ def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
             jdbc = int(code) if code is not None else None
         except (TypeError, ValueError):
             jdbc = None
-        columns.append(column_type(name, types.get(name), dialect=dialect_name, jdbc_type=jdbc))
+        column = column_type(name, types.get(name), dialect=dialect_name, jdbc_type=jdbc)
+        if latin1 and column.convert is mysql_bytes_from_text:
+            column = replace(column, convert=latin1_bytes_from_text)
+        columns.append(column)
     return columns

@@ -240,6 +240,13 @@ def mysql_bytes_from_text(text: Column) -> Column:
         .otherwise(F.encode(text, "ISO-8859-1"))
 
 
+def latin1_bytes_from_text(text: Column) -> Column:
+    """A MySQL binary value as canal writes it (``new String(bytes, ISO_8859_1)``, one character per byte; TiCDC's
+    canal-json likewise) -> binary, never read as a DRS byte list: a ``blob`` holding the text ``[1, 2]`` or
+    ``[]`` keeps those bytes. For ``--format canal``, whose messages are canal's (DRS has ``--format drs``)."""
+    return F.when(text.rlike(_LATIN1_ONLY), _null(BinaryType())).otherwise(F.encode(text, "ISO-8859-1"))
+
+
 def bytes_from_hex(text: Column) -> Column:
     """Hex bytes (see ``_HEX_BYTES``) -> binary; null for an odd number of digits or a non-hex character."""
     value = F.trim(text)
