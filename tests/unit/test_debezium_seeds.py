@@ -851,6 +851,28 @@ def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     assert position[2] < position[1]  # same LSNs: event_serial_no 1 < 2
 
 
+def test_sqlserver_tables_of_two_databases_do_not_mix(spark, session_lake, source):
+    """One SQL Server connector reads several databases (``database.names``), each with LSNs of its own, and the
+    lake id (``dbo.customers``) leaves the database out. Before, the second database's row of the same key was
+    compared by LSN with the first's and silently lost as stale (its LSNs are lower); now the first database named
+    keeps the lake table and the other's changes are quarantined, naming both source tables."""
+    first = json.loads(text("sqlserver_create.json"))  # db testDB, commit_lsn 00000027:00000758:0005, id 1005
+    other = json.loads(text("sqlserver_create.json"))
+    other["payload"]["source"].update(db="otherDB", commit_lsn="00000010:00000100:0005",
+                                      change_lsn="00000010:00000100:0003")
+    other["payload"]["after"]["first_name"] = "jane"
+    lines = "\n".join(json.dumps(e) for e in (first, other)) + "\n"
+    batch = land_and_normalize(spark, session_lake, source, [("two_databases.jsonl", lines)],
+                               keys=KeySpec.parse(["dbo.customers=id"]))
+
+    _, rows = staged(spark, session_lake, batch, "dbo.customers")
+    assert [(r.after.id, r.after.first_name) for r in rows] == [(1005, "john")]
+    (row,) = quarantined(spark, batch)
+    assert row.line == 2
+    assert "source table otherDB.dbo.customers maps to lake table dbo.customers" in row.reason
+    assert "holds source table testDB.dbo.customers" in row.reason
+
+
 def staged_db2_events(spark, settings, source: str, lsns: list[tuple[str, str | None]]) -> list[Row]:
     """The SQL Server seed's create as Db2 events with these (commit_lsn, change_lsn), ``id`` = the index; the
     staged records in position order."""

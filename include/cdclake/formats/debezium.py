@@ -210,8 +210,17 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     # A MongoDB connector event names a collection (it is quarantined, named by it: `quarantine list` shows where).
     table = F.coalesce(_avro_string(src["table"]), src["collection"], F.lit(""))
     key_text, key_schema = _key(j)
+    identity = table_identity(namespace, table)
+    # The lake id leaves the database out (`dbo.customers`), but the source table is the database's: SQL Server's
+    # connector reads several databases at once (`database.names`), each with LSNs of its own, so the same schema
+    # and table of two databases are two source tables (the second is kept out of the lake table, as DRS's are).
+    database = F.nullif(F.trim(_avro_string(src["db"])), F.lit(""))
+    qualified = (identity["table_id"].isNotNull() & schema.isNotNull() & database.isNotNull()
+                 & (database != F.trim(schema)))
+    identity["table_name"] = F.when(qualified, F.concat_ws(".", database, F.trim(schema), F.trim(table))).otherwise(
+        identity["table_name"])
     return {
-        **table_identity(namespace, table),
+        **identity,
         "op": op,
         "source_pos": _source_position(src),
         "source_ts": _source_ts(src, b["ts_ms"]),
