@@ -556,10 +556,19 @@ def _one_source_table(tid: str, variants: list[Any], recorded: str | None,
     for v in variants:
         if v["spelling"] in others:
             rejected[_variant(v)] = (
-                f"source table {v['spelling']} maps to lake table {tid} (names are lower-cased and reduced to "
-                f"[a-z0-9_]), which holds source table {owner}: its changes are kept out so that the two tables' "
-                "rows do not mix")
+                f"source table {v['spelling']} maps to lake table {tid} ({_why_one_id(v['spelling'], owner)}), "
+                f"which holds source table {owner}: its changes are kept out so that the two tables' rows do not mix")
     return owner, [v for v in variants if v["spelling"] not in others]
+
+
+def _why_one_id(name: str, owner: str | None) -> str:
+    """Why source tables ``name`` and ``owner`` map to one lake id, for the quarantine reason: their databases
+    differ (``db1.dbo.t``, ``db2.dbo.t``: a table named by its schema leaves the database out of its id), or their
+    names differ in case or in characters an id cannot hold."""
+    parts, owner_parts = name.split("."), (owner or "").split(".")
+    if len(parts) == 3 and (len(owner_parts) != 3 or parts[0] != owner_parts[0]):
+        return "the lake id of a table named by its schema leaves the database out"
+    return "names are lower-cased and reduced to [a-z0-9_]"
 
 
 def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,

@@ -870,6 +870,7 @@ def test_sqlserver_tables_of_two_databases_do_not_mix(spark, session_lake, sourc
     (row,) = quarantined(spark, batch)
     assert row.line == 2
     assert "source table otherDB.dbo.customers maps to lake table dbo.customers" in row.reason
+    assert "(the lake id of a table named by its schema leaves the database out)" in row.reason
     assert "holds source table testDB.dbo.customers" in row.reason
 
 

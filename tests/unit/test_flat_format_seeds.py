@@ -156,6 +156,7 @@ def test_drs_relational_tables_of_two_databases_do_not_mix(spark, session_lake, 
     assert (result.tables, result.quarantined) == ({"schema01.table01": 1}, 1)
     (row,) = quarantined(spark, source)
     assert "source table database02.schema01.table01 maps to lake table schema01.table01" in row.reason
+    assert "(the lake id of a table named by its schema leaves the database out)" in row.reason
     assert "holds source table database01.schema01.table01" in row.reason
 
 
