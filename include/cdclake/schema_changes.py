@@ -360,6 +360,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                                              if c.type_text})
                 if event.primary_key:
                     definition.key = tuple(event.primary_key)
+                elif not definition.key:  # Debezium's tableChanges describe the table after the statement
+                    definition.key = _table_changes_key(ctx, event.table or "")
             if policy == "fail":
                 reason = (f"DDL {what} on {tid} stopped the table (ddl_policy=fail): its changes in this batch are "
                           "held in quarantine; after review set ddl_policy to evolve or ignore and run "

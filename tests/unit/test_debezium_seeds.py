@@ -539,7 +539,7 @@ def test_schema_changes_without_ddl_text_transaction_metadata_and_heartbeats_are
     assert (row.op, row.key, row.raw_line) == ("c", Row(id=1005), 5)
 
 
-def flink_cdc_schema_change(ddl: str, pos: int) -> str:
+def flink_cdc_schema_change(ddl: str, pos: int, table_changes: list[dict] | None = None) -> str:
     """Flink CDC's schema-change record (``JsonDebeziumDeserializationSchema``, ``includeSchemaChanges(true)``), as
     apache/doris-flink-connector's tests hold them: the change's ``source`` and the schema-history record as JSON
     text in ``historyRecord``."""
@@ -549,7 +549,7 @@ def flink_cdc_schema_change(ddl: str, pos: int) -> str:
     history = {"source": {"file": "binlog.000006", "pos": pos, "server_id": 1},
                "position": {"transaction_id": None, "ts_sec": 1663924503, "file": "binlog.000006", "pos": pos + 133,
                             "server_id": 1},
-               "databaseName": "test", "ddl": ddl, "tableChanges": []}
+               "databaseName": "test", "ddl": ddl, "tableChanges": table_changes or []}
     return json.dumps({"source": source, "historyRecord": json.dumps(history)})
 
 
@@ -575,6 +575,39 @@ def test_flink_cdc_schema_change_records_are_ddl(spark, session_lake, source):
     assert batch.result.tables == {"test.t1": 1}
     schema, (row,) = staged(spark, session_lake, batch, "test.t1")
     assert (row.op, row.key, row.after.c_1) == ("c", Row(id=1), "x")
+
+
+def test_an_alter_tables_table_changes_give_the_key_of_changes_without_one(spark, session_lake, source):
+    """apache/doris-flink-connector's TestJsonDebeziumDataChange stream: Flink CDC's change events carry no message
+    key, and the only DDL is an ALTER TABLE whose ``tableChanges`` describes the table after it, key included
+    (``primaryKeyColumnNames``). The key comes from there (every change was quarantined for having none)."""
+    def change(op: str, before: dict | None, after: dict | None, pos: int) -> str:
+        return json.dumps({"before": before, "after": after, "op": op, "ts_ms": 1663923840146,
+                           "source": {"version": "1.5.4.Final", "connector": "mysql", "name": "mysql_binlog_source",
+                                      "ts_ms": 1663923840000, "snapshot": "false", "db": "test", "table": "t1",
+                                      "server_id": 1, "file": "binlog.000006", "pos": pos, "row": 0}})
+
+    altered = {"type": "ALTER", "id": '"test"."t1"', "table": {
+        "defaultCharsetName": "utf8mb4", "primaryKeyColumnNames": ["id"], "columns": [
+            {"name": "id", "jdbcType": 4, "typeName": "INT", "typeExpression": "INT", "position": 1,
+             "optional": False},
+            {"name": "name", "jdbcType": 12, "typeName": "VARCHAR", "typeExpression": "VARCHAR", "length": 128,
+             "position": 2, "optional": True},
+            {"name": "c_1", "jdbcType": 12, "typeName": "VARCHAR", "typeExpression": "VARCHAR", "length": 200,
+             "position": 3, "optional": True}]}}
+    lines = [
+        change("c", None, {"id": 1, "name": "a"}, 11000),
+        change("c", None, {"id": 2, "name": "b"}, 11200),
+        change("u", {"id": 1, "name": "a"}, {"id": 1, "name": "aa"}, 11400),
+        change("d", {"id": 2, "name": "b"}, None, 11600),
+        flink_cdc_schema_change("alter table t1 add \n    c_1 varchar(200)", 13088, [altered]),
+    ]
+    batch = land_and_normalize(spark, session_lake, source, [("doris.jsonl", "\n".join(lines) + "\n")])
+
+    assert batch.result.quarantined == 0, [r.reason for r in quarantined(spark, batch)]
+    assert batch.result.tables == {"test.t1": 4}
+    _, rows = staged(spark, session_lake, batch, "test.t1")
+    assert sorted((r.op, r.key.id) for r in rows) == [("c", 1), ("c", 2), ("d", 2), ("u", 1)]
 
 
 # --- dtle / MySQL (seed 002) ----------------------------------------------------------------------------------------
