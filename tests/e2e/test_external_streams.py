@@ -35,6 +35,21 @@ Fixtures (``tests/fixtures/external/``, Apache-2.0 projects; one message per lin
   then the create, update and delete events. ``ID`` is ``NUMBER(9,0)`` in the DDL and ``int32`` in the events, as
   the connector maps it. The doc's delete carries an older SCN than the create (2122184 < 2122185), so it is an
   older change that arrived late. Oracle: the statements replayed by hand, ordered by SCN.
+- ``ticdc-consistency-checker-data-content-1.jsonl``, ``-2.jsonl``: pingcap/ticdc
+  ``cmd/multi-cluster-consistency-checker/decoder/decoder_test.go``'s ``DataContent1`` and ``DataContent2`` (CRLF
+  line ends kept): TiCDC canal-json with the ``_tidb`` commit ts, ``mysqlType`` keys in varying order, the
+  active-active columns ``_tidb_origin_ts`` (bigint) and ``_tidb_softdelete_time`` (timestamp), updates of 7 and 8 at
+  later commit ts than rows after them, a two-column key on ``message2``. Oracle: the decoder's ``ExpectedRecords1``
+  and ``ExpectedRecords2`` (:data:`TICDC_CHECKER_RECORDS_1`, ``_2``), each key's newest version replayed.
+- ``tiflow-canal-json-terminator-employee.jsonl``: pingcap/tiflow ``canal_json_decoder_test.go``
+  ``TestCanalJSONBatchDecoderWithTerminator``'s three messages: INSERT, UPDATE (full ``old`` image), DELETE of one
+  employee, mixed-case column names. Oracle: the test's three row events; applied as two batches (the INSERT and
+  UPDATE, then the DELETE), then the first batch delivered again.
+- ``flink-canal-data-filter-table.jsonl``: apache/flink ``canal-data-filter-table.txt`` (SeaTunnel's copy holds the
+  same messages): ``mydb.product`` (106 inserted with a null description), ``mydb.orders`` and a ``project`` table
+  whose DDL says ``VARCHAR`` ids while its insert's ``mysqlType`` says ``int(11)`` for ``"A101"``. Oracle: the
+  changelog SeaTunnel's ``CanalJsonSerDeSchemaTest.testFilteringTables`` expects for the ``product`` table it keeps
+  (:data:`SEATUNNEL_FILTER_CHANGELOG`); the ``project`` message is quarantined, ``orders`` has no oracle.
 """
 
 from __future__ import annotations
@@ -43,6 +58,7 @@ import base64
 import datetime as dt
 import json
 import struct
+from collections import Counter
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -88,6 +104,64 @@ FLINK_CHANGELOG = [
 FLINK_CDC_TABLE = "default_schema.8a6f4c1e_2b7d_4e0a_9f1c_3d5e7a9b0c2d"
 """The Flink CDC test's table (a UUID, dashes made underscores in the lake's name)."""
 
+SEATUNNEL_FILTER_CHANGELOG = [
+    "SeaTunnelRow{tableId=, kind=+I, fields=[101, scooter, Small 2-wheel scooter, 3.14]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[102, car battery, 12V car battery, 8.1]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[103, 12-pack drill bits, "
+    "12-pack of drill bits with sizes ranging from #40 to #3, 0.8]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[104, hammer, 12oz carpenter's hammer, 0.75]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[105, hammer, 14oz carpenter's hammer, 0.875]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[106, hammer, null, 1.0]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[107, rocks, box of assorted rocks, 5.3]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[108, jacket, water resistent black wind breaker, 0.1]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[109, spare tire, 24 inch spare tire, 22.2]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[106, hammer, null, 1.0]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[106, hammer, 18oz carpenter hammer, 1.0]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[107, rocks, box of assorted rocks, 5.3]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[107, rocks, box of assorted rocks, 5.1]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[110, jacket, water resistent white wind breaker, 0.2]}",
+    "SeaTunnelRow{tableId=, kind=+I, fields=[111, scooter, Big 2-wheel scooter , 5.18]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[110, jacket, water resistent white wind breaker, 0.2]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[110, jacket, new water resistent white wind breaker, 0.5]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[111, scooter, Big 2-wheel scooter , 5.18]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[111, scooter, Big 2-wheel scooter , 5.17]}",
+    "SeaTunnelRow{tableId=, kind=-D, fields=[111, scooter, Big 2-wheel scooter , 5.17]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[101, scooter, Small 2-wheel scooter, 3.14]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[101, scooter, Small 2-wheel scooter, 5.17]}",
+    "SeaTunnelRow{tableId=, kind=-U, fields=[102, car battery, 12V car battery, 8.1]}",
+    "SeaTunnelRow{tableId=, kind=+U, fields=[102, car battery, 12V car battery, 5.17]}",
+    "SeaTunnelRow{tableId=, kind=-D, fields=[102, car battery, 12V car battery, 5.17]}",
+    "SeaTunnelRow{tableId=, kind=-D, fields=[103, 12-pack drill bits, "
+    "12-pack of drill bits with sizes ranging from #40 to #3, 0.8]}",
+]
+"""``CanalJsonSerDeSchemaTest.testFilteringTables``'s expected changelog of ``canal-data-filter-table.txt``, the
+``product`` table's (SeaTunnel's ``SeaTunnelRow.toString`` form)."""
+
+TICDC_CHECKER_RECORDS_1 = [
+    ("[id: 20]", 464043256649875456, 0, {"first_name": "t", "last_name": "TT", "_tidb_softdelete_time": None}),
+    ("[id: 21]", 464043256649875456, 0, {"first_name": "u", "last_name": "UU", "_tidb_softdelete_time": None}),
+    ("[id: 5]", 464073967049113629, 464073966942421014,
+     {"first_name": "e", "last_name": "E", "_tidb_softdelete_time": None}),
+    ("[id: 6]", 464073967049113629, 464073966942421014,
+     {"first_name": "f", "last_name": "F", "_tidb_softdelete_time": None}),
+    ("[id: 7]", 464074440664678441, 464074440387592202,
+     {"first_name": "g", "last_name": "G", "_tidb_softdelete_time": None}),
+    ("[id: 7]", 464074446196178963, 0,
+     {"first_name": "g", "last_name": "G", "_tidb_softdelete_time": "2026-02-05 22:58:40.992217"}),
+    ("[id: 8]", 464074440387592202, 0, {"first_name": "h", "last_name": "H", "_tidb_softdelete_time": None}),
+    ("[id: 8]", 464074446600667164, 464074446196178963,
+     {"first_name": "h", "last_name": "H", "_tidb_softdelete_time": "2026-02-05 22:58:40.992217"}),
+]
+"""The consistency checker's ``ExpectedRecords1``: per record ``PkStr``, ``CommitTs``, ``OriginTs`` and
+``ColumnValues`` (the columns other than the key and ``_tidb_origin_ts``)."""
+
+TICDC_CHECKER_RECORDS_2 = [
+    ("[first_name: a, id: 100]", 464085165736198159, 464085165262503958,
+     {"last_name": "A", "_tidb_softdelete_time": None}),
+    ("[first_name: b, id: 101]", 464085169694572575, 0, {"last_name": "B", "_tidb_softdelete_time": None}),
+]
+"""The consistency checker's ``ExpectedRecords2``, as :data:`TICDC_CHECKER_RECORDS_1`."""
+
 
 def same_value(encoded: str | None, dumped: Any) -> bool:
     """Whether a dumped value is what TiCDC's canal-json encoded (its decoder's reading): the same text, number or
@@ -125,6 +199,23 @@ def replay(changelog: list[str]) -> list[dict[str, object]]:
     return [rows[k] for k in sorted(rows)]
 
 
+def seatunnel_as_flink(changelog: list[str]) -> list[str]:
+    """SeaTunnel's ``SeaTunnelRow{tableId=, kind=+I, fields=[a, b, c, d]}`` entries in Flink's ``+I(a,b,c,d)`` form
+    (no field here holds ``", "``)."""
+    return [f"{e.split('kind=')[1][:2]}({','.join(e.split('fields=[')[1][:-2].split(', '))})" for e in changelog]
+
+
+def tidb_replay(records: list[tuple[str, int, int, dict[str, str | None]]]) -> list[dict[str, str | None]]:
+    """Final rows, as text, of the consistency checker's decoded records: per key its newest version (highest commit
+    ts): the key columns of ``PkStr``, ``_tidb_origin_ts`` (the decoder's ``OriginTs``, 0 for a null) and the other
+    columns. Sorted by ``id``, then ``first_name``."""
+    rows: dict[str, dict[str, str | None]] = {}
+    for pk, _commit_ts, origin_ts, values in sorted(records, key=lambda r: r[1]):
+        key = {name: value for name, value in (part.split(": ") for part in pk[1:-1].split(", "))}
+        rows[pk] = {**key, "_tidb_origin_ts": str(origin_ts) if origin_ts else None, **values}
+    return sorted(rows.values(), key=lambda r: (int(r["id"] or 0), r.get("first_name") or ""))
+
+
 def actions(changelog: list[str]) -> dict[int, list[str]]:
     """Per id, the changes of a Flink changelog as cdclake's changelog actions (``-U`` is the before half of an
     update)."""
@@ -146,6 +237,11 @@ def lake_actions(settings: LakeSettings, tid: str, key: str = "id") -> dict[int,
 
 def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
+    employee = (EXTERNAL / "tiflow-canal-json-terminator-employee.jsonl").read_text(encoding="utf-8")
+    employee_lines = employee.splitlines(keepends=True)
+    employee_batches = [tmp_path / "employee-0.jsonl", tmp_path / "employee-1.jsonl"]
+    for batch, lines in zip(employee_batches, (employee_lines[:2], employee_lines[2:])):
+        batch.write_text("".join(lines), encoding="utf-8")
     calls = [
         ["apply", "--format", "canal", "--source", "flink_canal", "--lake", str(lake),
          "--input", str(EXTERNAL / "flink-canal-data.jsonl")],
@@ -159,13 +255,26 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
         ["apply", "--format", "debezium", "--source", "flink_cdc", "--lake", str(lake),
          "--key", f"{FLINK_CDC_TABLE}=col1",  # no message key, no schema: the test's table is keyed by col1
          "--input", str(EXTERNAL / "flink-cdc-kafka-sink-debezium-json.jsonl")],
+        ["apply", "--format", "canal", "--source", "ticdc_checker_1", "--lake", str(lake),
+         "--input", str(EXTERNAL / "ticdc-consistency-checker-data-content-1.jsonl")],
+        ["apply", "--format", "canal", "--source", "ticdc_checker_2", "--lake", str(lake),
+         "--input", str(EXTERNAL / "ticdc-consistency-checker-data-content-2.jsonl")],
+        ["apply", "--format", "canal", "--source", "flink_canal_filter", "--lake", str(lake),
+         "--input", str(EXTERNAL / "flink-canal-data-filter-table.jsonl")],
+    ] + [  # the INSERT and UPDATE, the DELETE, then the first batch delivered again
+        ["apply", "--format", "canal", "--source", "tiflow_employee", "--lake", str(lake), "--input", str(batch)]
+        for batch in employee_batches + employee_batches[:1]
     ]
     results = run_cli_session(calls, tmp_path / "cli")
     assert [r["exit"] for r in results] == [0] * len(calls), [r["stderr"][-3000:] for r in results]
     summaries = [json.loads(r["stdout"]) for r in results]
     settings = LakeSettings.from_env(lake, env={})
-    assert quarantine_rows(settings) == []
-    assert all(s["quarantined"] == 0 for s in summaries), summaries
+    # Only the project insert is held: its mysqlType says int(11), its ids are "A101".."A109".
+    held = quarantine_rows(settings)
+    assert [(q["source"], q["table_id"], q["line"]) for q in held] == [("flink_canal_filter", "mydb.project", 16)]
+    assert '"A101"' in held[0]["reason"] and "(int)" in held[0]["reason"], held
+    sources = [c[c.index("--source") + 1] for c in calls]
+    assert [s["quarantined"] for s in summaries] == [int(name == "flink_canal_filter") for name in sources]
 
     assert dump_rows(settings, "inventory.products2") == replay(FLINK_CHANGELOG)
     assert dump_rows(settings, "inventory.products") == replay(FLINK_CHANGELOG[:20])
@@ -182,6 +291,27 @@ def test_other_projects_streams_give_their_expected_tables(tmp_path: Path) -> No
     # col2 was dropped at the source without a DDL in the stream: the lake keeps it, as it was before the drop.
     assert dump_rows(settings, FLINK_CDC_TABLE) == [
         {"col1": "2", "col2": None, "newCol3": "x"}, {"col1": "3", "col2": "3", "newCol3": None}]
+
+    # TiCDC's consistency checker: each key's newest version, its values the decoded text (timestamps as UTC).
+    for table, records in (("test_active.message", TICDC_CHECKER_RECORDS_1),
+                           ("test_active.message2", TICDC_CHECKER_RECORDS_2)):
+        rows, expected = dump_rows(settings, table), tidb_replay(records)
+        assert [set(r) for r in rows] == [set(e) for e in expected], rows
+        assert [(e["id"], n) for e, r in zip(expected, rows) for n, v in e.items() if not same_value(v, r[n])] == []
+    # Every version the checker decodes is one change in the changelog (7 and 8: insert, then update).
+    changes = {k: len(v) for k, v in lake_actions(settings, "test_active.message").items()}
+    assert changes == Counter(int(pk[5:-1]) for pk, *_ in TICDC_CHECKER_RECORDS_1)
+
+    assert dump_rows(settings, "mydb.product") == replay(seatunnel_as_flink(SEATUNNEL_FILTER_CHANGELOG))
+    assert lake_actions(settings, "mydb.product") == actions(seatunnel_as_flink(SEATUNNEL_FILTER_CHANGELOG))
+
+    # tiflow's three row events: 101 inserted and updated in one batch, deleted in the next; the first batch
+    # delivered again changes nothing.
+    employee_tables = [s["tables"]["test.employee"] for s in summaries[-3:]]
+    assert [t["rows"] for t in employee_tables] == [1, 0, 0], employee_tables
+    assert (employee_tables[2]["inserted"], employee_tables[2]["updated"], employee_tables[2]["deleted"]) == (0, 0, 0)
+    assert dump_rows(settings, "test.employee") == []
+    assert lake_actions(settings, "test.employee") == {101: ["insert", "update", "delete"]}
 
 
 def as_float32(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
