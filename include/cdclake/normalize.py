@@ -565,8 +565,8 @@ def _why_one_id(name: str, owner: str | None) -> str:
     """Why source tables ``name`` and ``owner`` map to one lake id, for the quarantine reason: their databases
     differ (``db1.dbo.t``, ``db2.dbo.t``: a table named by its schema leaves the database out of its id), or their
     names differ in case or in characters an id cannot hold."""
-    parts, owner_parts = name.split("."), (owner or "").split(".")
-    if len(parts) == 3 and (len(owner_parts) != 3 or parts[0] != owner_parts[0]):
+    unqualified = name.split(".", 1)[-1]
+    if owner and name.count(".") >= 2 and unqualified in (owner, owner.split(".", 1)[-1]) and name != owner:
         return "the lake id of a table named by its schema leaves the database out"
     return "names are lower-cased and reduced to [a-z0-9_]"
 
@@ -716,7 +716,7 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             if key:
                 break
         key = [renames.get(k.lower(), k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
-            or (key_columns_of(spark, tid) if exists else [])
+            or (key_columns_of(spark, tid) if exists else []) or list(declared.described_key)
         spelled = {c.name.lower(): c.name for c in columns}
         key = list(dict.fromkeys(spelled.get(k.lower(), k) for k in key))
         if not key:

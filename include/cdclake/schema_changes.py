@@ -200,6 +200,9 @@ class TableDefinition:
     """``CREATE TABLE .. LIKE`` of a table the batch's DDL does not define: its id, whose lake table gives the
     columns (and, with ``like_key``, the key) this definition lacks."""
     like_key: bool = False
+    described_key: tuple[str, ...] = ()
+    """The key the newest ``ALTER TABLE``'s Debezium ``tableChanges`` describe (the table after the statement): the
+    last resort, for a table no other source names a key of (a declared key and the lake table's own key win)."""
 
 
 @dataclass
@@ -245,7 +248,7 @@ def _table_changes_key(ctx: dict[str, Any], table: str) -> tuple[str, ...]:
         return ()
     for change in changes if isinstance(changes, list) else []:
         spec = change.get("table") if isinstance(change, dict) else None
-        if isinstance(spec, dict) and str(change.get("id", "")).strip('"').split('"."')[-1] == table:
+        if isinstance(spec, dict) and str(change.get("id", "")).strip('"').split('"."')[-1].lower() == table.lower():
             names = spec.get("primaryKeyColumnNames")
             if isinstance(names, list) and names:
                 return tuple(str(n) for n in names)
@@ -360,8 +363,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                                              if c.type_text})
                 if event.primary_key:
                     definition.key = tuple(event.primary_key)
-                elif not definition.key:  # Debezium's tableChanges describe the table after the statement
-                    definition.key = _table_changes_key(ctx, event.table or "")
+                definition.described_key = _table_changes_key(ctx, event.table or "") or definition.described_key
             if policy == "fail":
                 reason = (f"DDL {what} on {tid} stopped the table (ddl_policy=fail): its changes in this batch are "
                           "held in quarantine; after review set ddl_policy to evolve or ignore and run "

@@ -476,8 +476,16 @@ def mysql_text(col: Col, value: Any) -> str | None:
     if col.kind == "double":
         return java_double(value)  # canal and CKafka are Java: String.valueOf(double)
     if col.kind == "varbinary":
-        return json.dumps(list(value))  # canal/DRS byte list: "[106, 103]"
+        return json.dumps(list(value))  # DRS's byte list: "[106, 103]" (canal: canal_text)
     return str(value)
+
+
+def canal_text(col: Col, value: Any) -> str | None:
+    """A value as canal writes it: as MySQL's text protocol, but a binary value as its bytes read as ISO-8859-1
+    (canal's ``new String(bytes, ISO_8859_1)``; the byte list is DRS's)."""
+    if col.kind == "varbinary" and value is not None:
+        return bytes(value).decode("latin-1")
+    return mysql_text(col, value)
 
 
 def _sort_key(row: dict[str, Any], key: tuple[str, ...]) -> tuple[Any, ...]:
@@ -652,13 +660,13 @@ def encode_canal(stream: Stream, *, database: str = "canal_shop") -> list[list[s
         else:
             def row(image: dict[str, Any] | None) -> dict[str, Any]:
                 assert image is not None
-                return {c.name: mysql_text(c, image.get(c.name)) for c in table.columns}
+                return {c.name: canal_text(c, image.get(c.name)) for c in table.columns}
 
             if event.kind == "delete":
                 data, old = [row(c.before) for c in event.changes], None
             elif event.kind == "update":
                 data = [row(c.after) for c in event.changes]
-                old = [_old_image(table, c, mysql_text) for c in event.changes]
+                old = [_old_image(table, c, canal_text) for c in event.changes]
             else:
                 data, old = [row(c.after) for c in event.changes], None
             msg = {

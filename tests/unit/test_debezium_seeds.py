@@ -894,17 +894,22 @@ def test_sqlserver_tables_of_two_databases_do_not_mix(spark, session_lake, sourc
     other["payload"]["source"].update(db="otherDB", commit_lsn="00000010:00000100:0005",
                                       change_lsn="00000010:00000100:0003")
     other["payload"]["after"]["first_name"] = "jane"
-    lines = "\n".join(json.dumps(e) for e in (first, other)) + "\n"
+    # The first database again, its name in another case (SQL Server's names ignore case; so does database.names).
+    again = json.loads(text("sqlserver_create.json"))
+    again["payload"]["source"].update(db="TESTDB", commit_lsn="00000027:00000800:0001",
+                                      change_lsn="00000027:00000800:0001")
+    again["payload"]["after"].update(id=1006, first_name="ann")
+    lines = "\n".join(json.dumps(e) for e in (first, other, again)) + "\n"
     batch = land_and_normalize(spark, session_lake, source, [("two_databases.jsonl", lines)],
                                keys=KeySpec.parse(["dbo.customers=id"]))
 
     _, rows = staged(spark, session_lake, batch, "dbo.customers")
-    assert [(r.after.id, r.after.first_name) for r in rows] == [(1005, "john")]
+    assert sorted((r.after.id, r.after.first_name) for r in rows) == [(1005, "john"), (1006, "ann")]
     (row,) = quarantined(spark, batch)
     assert row.line == 2
-    assert "source table otherDB.dbo.customers maps to lake table dbo.customers" in row.reason
+    assert "source table otherdb.dbo.customers maps to lake table dbo.customers" in row.reason
     assert "(the lake id of a table named by its schema leaves the database out)" in row.reason
-    assert "holds source table testDB.dbo.customers" in row.reason
+    assert "holds source table testdb.dbo.customers" in row.reason
 
 
 def staged_db2_events(spark, settings, source: str, lsns: list[tuple[str, str | None]]) -> list[Row]:

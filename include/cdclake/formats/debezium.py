@@ -214,9 +214,11 @@ def _change_columns(j: Column, row: Column, row_index: Column) -> dict[str, Colu
     # The lake id leaves the database out (`dbo.customers`), but the source table is the database's: SQL Server's
     # connector reads several databases at once (`database.names`), each with LSNs of its own, so the same schema
     # and table of two databases are two source tables (the second is kept out of the lake table, as DRS's are).
-    database = F.nullif(F.trim(_avro_string(src["db"])), F.lit(""))
+    # Database names are one name whatever their case (SQL Server's, Oracle's `database.dbname` that Debezium
+    # upper-cases unless quoted, Flink CDC's Oracle source that sent it in lower case while it read the snapshot).
+    database = F.lower(F.nullif(F.trim(_avro_string(src["db"])), F.lit("")))
     qualified = (identity["table_id"].isNotNull() & schema.isNotNull() & database.isNotNull()
-                 & (database != F.trim(schema)))
+                 & (database != F.lower(F.trim(schema))))
     identity["table_name"] = F.when(qualified, F.concat_ws(".", database, F.trim(schema), F.trim(table))).otherwise(
         identity["table_name"])
     return {
