@@ -212,9 +212,7 @@ as one."""
 
 def table_columns(spec: dict[str, Any]) -> list[ColumnType]:
     """Columns from a canal message's type maps (``{"dialect", "types", "codes"}``), in the message's order."""
-    from cdclake.formats.sqltypes import column_type
-
-    from cdclake.formats.sqltypes import latin1_bytes_from_text, mysql_bytes_from_text
+    from cdclake.formats.sqltypes import column_type, latin1_bytes_from_text, mysql_bytes_from_text
 
     types = spec.get("types") if isinstance(spec.get("types"), dict) else {}
     dialect_name = str(spec.get("dialect") or "mysql")
