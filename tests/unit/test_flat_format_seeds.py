@@ -1235,3 +1235,36 @@ def test_canal_binary_values_that_read_like_byte_lists_are_their_latin1_bytes(sp
         (row,) = staged(spark, session_lake, f"{source}_{fmt}", batch_id, f"canal_test.{table}")
         got = row.after.asDict()
         assert {k: bytes(v) if isinstance(v, (bytes, bytearray)) else v for k, v in got.items()} == values, fmt
+
+
+def test_a_multi_row_canal_update_with_fewer_old_rows_than_rows(spark, session_lake, source):
+    # canal writes a row's `old` entry only when a column of it changed (alibaba/canal
+    # MQMessageUtils.messageConverter: `if (!rowOld.isEmpty()) old.add(rowOld)`), so `old[i]` need not be the old
+    # row of `data[i]`. Paired by index, the second row below would take the third row's old key 3 for its own and
+    # delete row 3, and the first row's before image would be the second row's.
+    table = f"t{uuid.uuid4().hex[:8]}"
+    insert = json.loads(canal("INSERT", [{"id": "1", "v": "a"}, {"id": "2", "v": "b"}, {"id": "3", "v": "c"}],
+                              id_=1, es=1683006706000, table=table))
+    apply_messages(spark, session_lake, source, "insert", [insert])
+    unchanged_first = json.loads(canal("UPDATE", [{"id": "1", "v": "a"}, {"id": "2", "v": "B"}, {"id": "3", "v": "C"}],
+                                       [{"v": "b"}, {"v": "c"}], id_=2, es=1683006707000, table=table))
+    batch_id, result = land_lines(spark, session_lake, source, [unchanged_first], "canal")
+    tid = f"canal_test.{table}"
+    assert result.quarantined == 0
+    # The rows' before images are unknown: none is taken from another row.
+    assert [(r.key.id, r.after.v, r.before) for r in staged(spark, session_lake, source, batch_id, tid)] == [
+        (1, "a", None), (2, "B", None), (3, "C", None)]
+    from cdclake.pipeline import apply_batch
+
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["v"]) for r in dump_rows(session_lake, tid)] == [(1, "a"), (2, "B"), (3, "C")]
+
+    key_changed = json.loads(canal("UPDATE", [{"id": "1", "v": "a"}, {"id": "20", "v": "B"}],
+                                   [{"id": "2"}], id_=3, es=1683006708000, table=table))
+    other = json.loads(canal("INSERT", [{"id": "9", "v": "z"}], id_=3, es=1683006708000, table=table + "_other"))
+    batch_id, result = land_lines(spark, session_lake, source, [key_changed, other], "canal")
+    assert (result.quarantined, result.tables) == (2, {f"{tid}_other": 1})
+    reasons = {r.reason for r in quarantined(spark, source)}
+    assert reasons == {"UPDATE with 2 data rows but 1 old rows (canal leaves out the old row of a row whose values "
+                       "did not change), and an old row holds a key column or pkNames does not name the key: which "
+                       "row's key changed cannot be told"}

@@ -11,7 +11,9 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   INIT_DDL) -> a DDL record carrying ``sql``.
 - images: after = ``data[i]``; for an UPDATE, before = ``data[i]`` overlaid with ``old[i]`` (canal's ``old`` holds
   only the changed columns, DRS's the whole row: both give the full before image; the overlay is done when the
-  row is typed, as ``old_text``); for a DELETE, before = the row.
+  row is typed, as ``old_text``); for a DELETE, before = the row. canal leaves out the ``old`` entry of a row
+  whose values did not change: with fewer entries than rows, before is unknown (null) where no entry names a key
+  column, and the message is quarantined where one does (:func:`_old_unaligned`).
 - types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
   with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
@@ -42,6 +44,7 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType
 
 from cdclake.formats.common import epoch_millis, epoch_timestamp, null_string, positive_integer, table_identity
 from cdclake.formats.connect import ColumnType
@@ -131,11 +134,31 @@ def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
                   .otherwise(by_time_alone)))
 
 
+def _old_unaligned(j: Column) -> Column:
+    """Whether an UPDATE's ``old`` rows cannot be paired with its ``data`` rows by index: canal writes a row's
+    ``old`` entry only when some column of the row changed (``MQMessageUtils.messageConverter``), so a multi-row
+    UPDATE can have fewer ``old`` entries than rows, and which row an entry belongs to is then unknown."""
+    return ((_type(j) == "UPDATE") & j["old"].isNotNull() & j["data"].isNotNull()
+            & (F.size(j["old"]) != F.size(j["data"])))
+
+
+def _old_names_key(j: Column) -> Column:
+    """Whether an ``old`` entry holds a column ``pkNames`` names (that row's key changed), or that cannot be told
+    (no ``pkNames``, an entry that is not a JSON object)."""
+    key = F.transform(F.from_json(F.trim(j["pkNames"]), ArrayType(StringType())), F.lower)
+    names_key = F.exists(j["old"], lambda o: F.coalesce(
+        F.arrays_overlap(F.transform(F.json_object_keys(o), F.lower), key), F.lit(True)))
+    return key.isNull() | (F.size(key) == 0) | names_key
+
+
 def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False,
              latin1_binary: bool = False) -> dict[str, Column]:
     kind = _type(j)
     op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
-    old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index), F.element_at(j["old"], row_index + 1))
+    # Unaligned `old` rows name no key (else the rule in `_rules` holds the message): the rows' before images are
+    # unknown, and each row is an update of its key to its `data` row.
+    old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index) & ~_old_unaligned(j),
+                     F.element_at(j["old"], row_index + 1))
     namespace = _namespace(j)
     id_ = F.trim(j["id"])
     types = F.coalesce(j["mysqlType"], j["columnType"], F.lit("null"))
@@ -184,6 +207,15 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
         (row.isNull(), F.concat(F.lit("type "), kind, F.lit(" without rows: data (or old) is null or empty")),
          "quarantine"),
         (~F.trim(row).startswith("{"), F.lit("a row of data/old is not a JSON object"), "quarantine"),
+        (_old_unaligned(j) & (F.size(j["old"]) > F.size(j["data"])),
+         F.concat(F.lit("UPDATE with more old rows ("), F.size(j["old"]).cast("string"), F.lit(") than data rows ("),
+                  F.size(j["data"]).cast("string"), F.lit(")")), "quarantine"),
+        (_old_unaligned(j) & _old_names_key(j),
+         F.concat(F.lit("UPDATE with "), F.size(j["data"]).cast("string"), F.lit(" data rows but "),
+                  F.size(j["old"]).cast("string"),
+                  F.lit(" old rows (canal leaves out the old row of a row whose values did not change), and an old "
+                        "row holds a key column or pkNames does not name the key: which row's key changed cannot "
+                        "be told")), "quarantine"),
         (cols["source_pos"].isNull(), F.lit("no source position: field id must be a non-negative integer"),
          "quarantine"),
     ]
