@@ -169,6 +169,9 @@ class DdlEvent:
             ``columns``.
         like_key: Whether the copy takes ``s``'s primary key (MySQL's ``LIKE`` copies its indexes; PostgreSQL's
             only with ``INCLUDING INDEXES`` or ``INCLUDING ALL``; a partition always has its parent's).
+        if_not_exists: ``create_table``: written ``CREATE TABLE IF NOT EXISTS``, which does nothing where the
+            table exists (the database still logs it: an application's start-up schema script writes it again
+            and again, with the columns of its first version).
         sql: The statement text this event came from.
     """
 
@@ -185,6 +188,7 @@ class DdlEvent:
     new_table: str | None = None
     like: tuple[str | None, str] | None = None
     like_key: bool = False
+    if_not_exists: bool = False
     sql: str = ""
 
 
@@ -491,6 +495,13 @@ def _database_event(kind: str, target: exp.Expr, sql: str) -> DdlEvent:
 
 
 def _create_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
+    event = _create_statement_event(tree, src, dialect)
+    if event.kind == "create_table" and tree.args.get("exists"):
+        return replace(event, if_not_exists=True)
+    return event
+
+
+def _create_statement_event(tree: exp.Create, src: _Source, dialect: str) -> DdlEvent:
     kind = (tree.args.get("kind") or "").upper()
     target = tree.this
     if kind in ("DATABASE", "SCHEMA"):

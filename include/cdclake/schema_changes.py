@@ -83,6 +83,8 @@ _TABLE_STATEMENTS = frozenset(("create_table", "alter_table", "truncate", "drop_
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
               "at once when the batch has no rows of the table)")
+SKIP_CREATE_EXISTING = ("DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did "
+                        "not drop since): no effect at the source, nothing learned")
 SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing learned but a key it names"
 SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
 SKIP_SNAPSHOT_DROP = (
@@ -333,6 +335,9 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             if event.kind == "create_table" and tid:
                 if tid in outcome.dropped and outcome.tables.get(tid) is outcome.dropped[tid]:
                     del outcome.tables[tid]  # created again after its drop: the dropped table keeps its definition
+                elif event.if_not_exists and tid in outcome.tables:  # the batch created or altered it
+                    results.append(("skip", SKIP_CREATE_EXISTING, {"table_id": tid}))
+                    continue
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
                 definition.sql_types = {c.name: (dialect, c.type_text) for c in event.columns if c.type_text}

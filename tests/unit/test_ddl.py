@@ -516,7 +516,7 @@ def test_postgres_alter_table_identity_columns(sql: str, expected: dict) -> None
 def test_postgres_partition_of_is_a_copy_of_its_parent_with_its_key(sql: str, database: str | None, table: str,
                                                                     like: tuple, key: tuple) -> None:
     assert _one(sql, "postgres") == DdlEvent("create_table", database, table, primary_key=key, like=like,
-                                             like_key=True, sql=sql)
+                                             like_key=True, if_not_exists="IF NOT EXISTS" in sql, sql=sql)
 
 
 def test_a_create_table_as_select_has_no_columns_to_read() -> None:

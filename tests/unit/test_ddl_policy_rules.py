@@ -75,6 +75,30 @@ def test_create_table_is_learned_under_every_policy() -> None:
         assert outcome.tables["shop.t"].key == ("id",) and not outcome.stopped
 
 
+def test_create_table_if_not_exists_of_a_table_the_batch_knows_changes_nothing() -> None:
+    # An application's start-up schema script writes its first version's CREATE TABLE IF NOT EXISTS at every
+    # start, and MySQL logs it although the table exists: it must not take back the columns and key an ALTER gave.
+    again = "CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY, v varchar(3))"
+    outcome = interpret([ddl_record("CREATE TABLE t (id int, v varchar(3), PRIMARY KEY (id))", 0, "01"),
+                         ddl_record("ALTER TABLE t ADD COLUMN n bigint, DROP PRIMARY KEY, ADD PRIMARY KEY (id, n)", 1,
+                                    "02"),
+                         ddl_record(again, 2, "03"),
+                         ddl_record("ALTER TABLE u ADD COLUMN w int", 3, "04"),
+                         ddl_record("CREATE TABLE IF NOT EXISTS u (id int PRIMARY KEY)", 4, "05"),
+                         ddl_record("DROP TABLE t", 5, "06"), ddl_record(again, 6, "07")])
+    assert [r["reason"] for r in outcome.records if r["ddl"].startswith("CREATE")] == [
+        "DDL CREATE TABLE: key and column types learned",
+        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop since): "
+        "no effect at the source, nothing learned",
+        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop since): "
+        "no effect at the source, nothing learned",
+        "DDL CREATE TABLE: key and column types learned"]
+    dropped = outcome.dropped["shop.t"]
+    assert (list(dropped.columns), dropped.key) == (["id", "v", "n"], ("id", "n"))
+    assert (list(outcome.tables["shop.t"].columns), outcome.tables["shop.t"].key) == (["id", "v"], ("id",))
+    assert (list(outcome.tables["shop.u"].columns), outcome.tables["shop.u"].key) == (["w"], ())
+
+
 def test_a_column_definition_without_a_type_declares_no_type() -> None:
     # Oracle's MODIFY (sal NULL) changes only whether sal takes NULL; SQL Server's computed column has the type of
     # its expression, which the text does not give: neither may declare the column text.
