@@ -335,7 +335,8 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
             if event.kind == "create_table" and tid:
                 if tid in outcome.dropped and outcome.tables.get(tid) is outcome.dropped[tid]:
                     del outcome.tables[tid]  # created again after its drop: the dropped table keeps its definition
-                elif event.if_not_exists and tid in outcome.tables:  # the batch created or altered it
+                elif event.if_not_exists and tid in outcome.tables and policies.for_table(tid) == "evolve":
+                    # The batch created or altered it (only `evolve` follows its drops and renames away)
                     results.append(("skip", SKIP_CREATE_EXISTING, {"table_id": tid}))
                     continue
                 definition = outcome.tables.setdefault(tid, TableDefinition())

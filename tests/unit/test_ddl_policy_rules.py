@@ -98,6 +98,14 @@ def test_create_table_if_not_exists_of_a_table_the_batch_knows_changes_nothing()
     assert (list(outcome.tables["shop.t"].columns), outcome.tables["shop.t"].key) == (["id", "v"], ("id",))
     assert (list(outcome.tables["shop.u"].columns), outcome.tables["shop.u"].key) == (["w"], ())
 
+    # `ignore` and `fail` do not follow drops and renames away: the statement is read as a CREATE there.
+    for policy in ("ignore", "fail"):
+        outcome = interpret([ddl_record("CREATE TABLE t (id int PRIMARY KEY, v int)", 0, "01"),
+                             ddl_record("DROP TABLE t", 1, "02"),
+                             ddl_record("CREATE TABLE IF NOT EXISTS t (uid varchar(10) PRIMARY KEY, w text)", 2,
+                                        "03")], DdlPolicies(policy))
+        assert (list(outcome.tables["shop.t"].columns), outcome.tables["shop.t"].key) == (["uid", "w"], ("uid",))
+
 
 def test_a_column_definition_without_a_type_declares_no_type() -> None:
     # Oracle's MODIFY (sal NULL) changes only whether sal takes NULL; SQL Server's computed column has the type of

@@ -1248,12 +1248,14 @@ def test_a_multi_row_canal_update_with_fewer_old_rows_than_rows(spark, session_l
     apply_messages(spark, session_lake, source, "insert", [insert])
     unchanged_first = json.loads(canal("UPDATE", [{"id": "1", "v": "a"}, {"id": "2", "v": "B"}, {"id": "3", "v": "C"}],
                                        [{"v": "b"}, {"v": "c"}], id_=2, es=1683006707000, table=table))
-    batch_id, result = land_lines(spark, session_lake, source, [unchanged_first], "canal")
+    no_old_rows = json.loads(canal("UPDATE", [{"id": "1", "v": "a"}], [], id_=2, es=1683006707500, table=table))
+    no_old_rows["pkNames"] = None  # as `old: null`: no row changed, nothing to pair
+    batch_id, result = land_lines(spark, session_lake, source, [unchanged_first, no_old_rows], "canal")
     tid = f"canal_test.{table}"
     assert result.quarantined == 0
     # The rows' before images are unknown: none is taken from another row.
     assert [(r.key.id, r.after.v, r.before) for r in staged(spark, session_lake, source, batch_id, tid)] == [
-        (1, "a", None), (2, "B", None), (3, "C", None)]
+        (1, "a", None), (2, "B", None), (3, "C", None), (1, "a", None)]
     from cdclake.pipeline import apply_batch
 
     apply_batch(spark, session_lake, source=source, batch_id=batch_id)

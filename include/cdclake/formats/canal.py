@@ -138,7 +138,7 @@ def _old_unaligned(j: Column) -> Column:
     """Whether an UPDATE's ``old`` rows cannot be paired with its ``data`` rows by index: canal writes a row's
     ``old`` entry only when some column of the row changed (``MQMessageUtils.messageConverter``), so a multi-row
     UPDATE can have fewer ``old`` entries than rows, and which row an entry belongs to is then unknown."""
-    return ((_type(j) == "UPDATE") & j["old"].isNotNull() & j["data"].isNotNull()
+    return ((_type(j) == "UPDATE") & j["old"].isNotNull() & j["data"].isNotNull() & (F.size(j["old"]) > 0)
             & (F.size(j["old"]) != F.size(j["data"])))
 
 
