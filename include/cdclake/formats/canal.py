@@ -11,9 +11,9 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   INIT_DDL) -> a DDL record carrying ``sql``.
 - images: after = ``data[i]``; for an UPDATE, before = ``data[i]`` overlaid with ``old[i]`` (canal's ``old`` holds
   only the changed columns, DRS's the whole row: both give the full before image; the overlay is done when the
-  row is typed, as ``old_text``); for a DELETE, before = the row. canal leaves out the ``old`` entry of a row
-  whose values did not change: with fewer entries than rows, before is unknown (null) where no entry names a key
-  column, and the message is quarantined where one does (:func:`_old_unaligned`).
+  row is typed, as ``old_text``); for a DELETE, before = the row. older canal versions leave out the ``old``
+  entries of the leading rows in which no column changed: the entries then belong to the last rows, and the
+  leading rows' before images are unknown (:func:`_old_shortfall`).
 - types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
   with ``sqlType`` (JDBC codes) as fallback, mapped by :mod:`cdclake.formats.sqltypes`.
 - key: ``pkNames``; null -> from a CREATE TABLE in the stream, the source config or ``--key``.
@@ -44,7 +44,7 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType
+from pyspark.sql.types import MapType, StringType
 
 from cdclake.formats.common import epoch_millis, epoch_timestamp, null_string, positive_integer, table_identity
 from cdclake.formats.connect import ColumnType
@@ -134,31 +134,35 @@ def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
                   .otherwise(by_time_alone)))
 
 
-def _old_unaligned(j: Column) -> Column:
-    """Whether an UPDATE's ``old`` rows cannot be paired with its ``data`` rows by index: canal writes a row's
-    ``old`` entry only when some column of the row changed (``MQMessageUtils.messageConverter``), so a multi-row
-    UPDATE can have fewer ``old`` entries than rows, and which row an entry belongs to is then unknown."""
-    return ((_type(j) == "UPDATE") & j["old"].isNotNull() & j["data"].isNotNull() & (F.size(j["old"]) > 0)
-            & (F.size(j["old"]) != F.size(j["data"])))
+def _old_shortfall(j: Column) -> Column:
+    """How many rows of an UPDATE come before its first ``old`` row (0 where each row has one). Older canal
+    versions (``MQMessageUtils.messageConverter``; 1.1.7 writes ``{}``) leave out a row's ``old`` entry when
+    no column of it changed. The columns it writes are those changed in the row or in an earlier row of the
+    message (its set of updated names grows over the rows), so only the leading rows can lack one: ``old[i]``
+    belongs to ``data[i + shortfall]``."""
+    rows, olds = F.size(j["data"]), F.size(j["old"])
+    return F.when((_type(j) == "UPDATE") & j["old"].isNotNull() & j["data"].isNotNull() & (olds > 0)
+                  & (olds < rows), rows - olds).otherwise(F.lit(0))
 
 
-def _old_names_key(j: Column) -> Column:
-    """Whether an ``old`` entry holds a column ``pkNames`` names (that row's key changed), or that cannot be told
-    (no ``pkNames``, an entry that is not a JSON object)."""
-    key = F.transform(F.from_json(F.trim(j["pkNames"]), ArrayType(StringType())), F.lower)
-    names_key = F.exists(j["old"], lambda o: F.coalesce(
-        F.arrays_overlap(F.transform(F.json_object_keys(o), F.lower), key), F.lit(True)))
-    return key.isNull() | (F.size(key) == 0) | names_key
+def _shortfall_misfits(j: Column) -> Column:
+    """Whether the first ``old`` row of an UPDATE with a shortfall does not fit the row it then belongs to: there,
+    every column it names changed (the first changed row's updated names are its own), so none may hold the row's
+    new value."""
+    first_old = F.from_json(j["old"][0], MapType(StringType(), StringType()))
+    row = F.from_json(F.element_at(j["data"], _old_shortfall(j) + 1), MapType(StringType(), StringType()))
+    fits = F.forall(F.map_entries(first_old), lambda e: ~e["value"].eqNullSafe(row[e["key"]]))
+    return ~F.coalesce(fits & row.isNotNull(), F.lit(False))
 
 
 def _columns(j: Column, row: Column, row_index: Column, *, drs: bool = False,
              latin1_binary: bool = False) -> dict[str, Column]:
     kind = _type(j)
     op = F.element_at(F.create_map(*[F.lit(x) for kv in DML_TYPES.items() for x in kv]), kind)
-    # Unaligned `old` rows name no key (else the rule in `_rules` holds the message): the rows' before images are
-    # unknown, and each row is an update of its key to its `data` row.
-    old_row = F.when(j["old"].isNotNull() & (F.size(j["old"]) > row_index) & ~_old_unaligned(j),
-                     F.element_at(j["old"], row_index + 1))
+    # The leading rows without an `old` row have their before images unknown.
+    old_index = row_index - _old_shortfall(j)
+    old_row = F.when(j["old"].isNotNull() & (old_index >= 0) & (F.size(j["old"]) > old_index),
+                     F.element_at(j["old"], old_index + 1))
     namespace = _namespace(j)
     id_ = F.trim(j["id"])
     types = F.coalesce(j["mysqlType"], j["columnType"], F.lit("null"))
@@ -207,14 +211,15 @@ def _rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
         (row.isNull(), F.concat(F.lit("type "), kind, F.lit(" without rows: data (or old) is null or empty")),
          "quarantine"),
         (~F.trim(row).startswith("{"), F.lit("a row of data/old is not a JSON object"), "quarantine"),
-        (_old_unaligned(j) & (F.size(j["old"]) > F.size(j["data"])),
+        ((kind == "UPDATE") & (F.size(j["old"]) > F.size(j["data"])),
          F.concat(F.lit("UPDATE with more old rows ("), F.size(j["old"]).cast("string"), F.lit(") than data rows ("),
                   F.size(j["data"]).cast("string"), F.lit(")")), "quarantine"),
-        (_old_unaligned(j) & _old_names_key(j),
+        ((_old_shortfall(j) > 0) & _shortfall_misfits(j),
          F.concat(F.lit("UPDATE with "), F.size(j["data"]).cast("string"), F.lit(" data rows but "),
                   F.size(j["old"]).cast("string"),
-                  F.lit(" old rows (canal leaves out the old row of a row whose values did not change), and an old "
-                        "row holds a key column or pkNames does not name the key: which row's key changed cannot "
+                  F.lit(" old rows (canal leaves out the old row of the leading rows in which no column changed), "
+                        "whose first does not fit data row "), (_old_shortfall(j) + 1).cast("string"),
+                  F.lit(" (a column it names holds its old value there): which row each old row belongs to cannot "
                         "be told")), "quarantine"),
         (cols["source_pos"].isNull(), F.lit("no source position: field id must be a non-negative integer"),
          "quarantine"),
