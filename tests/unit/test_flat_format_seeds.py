@@ -807,7 +807,7 @@ def test_canal_message_ids_that_restart_with_the_canal_server_are_ordered_by_eve
 
 def test_drs_orders_by_its_event_sequence_number_alone(spark, session_lake, source):
     # DRS documents `id` as its monotonically increasing event sequence number: --format drs orders by it, as
-    # does any format for a message with DRS's relational fields (dbType/columnType/opType).
+    # does any format for a message with DRS's relational fields (dbType/columnType).
     table = f"t{uuid.uuid4().hex[:8]}"
     lines = [canal("INSERT", [{"id": "1", "v": "a"}], id_=27677, es=1624614713000, table=table)]
     relational = json.loads(canal("INSERT", [{"id": "2", "v": "b"}], id_=27678, es=1624614713000, table=table))
@@ -821,6 +821,26 @@ def test_drs_orders_by_its_event_sequence_number_alone(spark, session_lake, sour
         rows = staged(spark, session_lake, f"{source}_{fmt}", batch_id, f"canal_test.{table}")
         first = hex16(27677) if fmt == "drs" else hex16(1624614713000) + hex16(27677)
         assert sorted(r.position.split("/")[0] for r in rows) == sorted([first, hex16(27678)])
+
+
+def test_inlong_canal_json_with_op_type_is_ordered_by_event_time_not_as_drs(spark, session_lake) -> None:
+    # apache/inlong's canal-json-inlong format (inlong-sort/sort-formats/format-json, canal-json-inlong-data.txt)
+    # writes `opType` (its op-type metadata) beside `type` and `mysqlType`, `batchId` instead of `id`, numbers as
+    # JSON numbers. Only DRS's relational variant names dbType/columnType: this is a canal message, ordered by
+    # `es`, so the insert delivered again after the delete is stale instead of bringing the row back.
+    db = f"inlong{uuid.uuid4().hex[:6]}"
+
+    def message(kind: str, es: int, batch: int) -> dict[str, Any]:
+        return {"data": [{"id": 3, "name": "HAHA"}], "type": kind, "pkNames": ["id"], "database": db,
+                "mysqlType": {"name": "VARCHAR(63)", "id": "BIGINT(20)"}, "opType": kind, "es": es,
+                "batchId": batch, "sqlType": {"name": 12, "id": -5}, "updateBefore": None, "ts": es + 2752,
+                "isDdl": False, "table": "TEST"}
+
+    insert = message("INSERT", 1651208797000, 2)
+    apply_messages(spark, session_lake, db, "0", [insert, message("DELETE", 1651208805000, 3)])
+    counts = apply_messages(spark, session_lake, db, "1", [insert])  # delivered again
+    assert dump_rows(session_lake, f"{db}.test") == []
+    assert counts[f"{db}.test"].skipped_stale == 1
 
 
 def test_canal_json_without_id_and_isddl_applies_in_arrival_order(spark, session_lake, source):

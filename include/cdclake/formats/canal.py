@@ -22,7 +22,7 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   the same schema and table of two databases are two source tables, whose rows never mix in the one lake table
   they map to.
 - source position, for a message with an ``id`` above 0: DRS (``--format drs``, or a message with DRS's
-  ``dbType``/``columnType``/``opType``) documents ``id`` as its event sequence number, monotonically increasing per
+  ``dbType``/``columnType``) documents ``id`` as its event sequence number, monotonically increasing per
   task: ``id``. canal's ``id`` is the canal server's batch id, which starts again when the server restarts (Apache
   Paimon's captured test streams go from id 94 back to 14 while time moves on): ``es`` (the binlog event's time,
   in milliseconds) first, then ``id``. Else TiCDC's ``_tidb.commitTs`` (its TiDB extension; TiCDC's ``id`` is
@@ -116,8 +116,9 @@ def _rows(j: Column) -> Column:
 
 
 def _is_drs(j: Column) -> Column:
-    """A message only Huawei DRS writes: its relational variant's fields."""
-    return j["dbType"].isNotNull() | j["columnType"].isNotNull() | j["opType"].isNotNull()
+    """A message only Huawei DRS writes: its relational variant's fields. ``opType`` alone is not one: Apache
+    InLong's canal-json-inlong writes it (its op-type) beside canal's ``type`` and ``mysqlType``."""
+    return j["dbType"].isNotNull() | j["columnType"].isNotNull()
 
 
 def _source_position(j: Column, id_: Column, *, drs: bool) -> Column:
