@@ -84,7 +84,7 @@ SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
               "at once when the batch has no rows of the table)")
 SKIP_CREATE_EXISTING = ("DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did "
-                        "not drop since): no effect at the source, nothing learned")
+                        "not drop or rename away since): no effect at the source, nothing learned")
 SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing learned but a key it names"
 SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
 SKIP_SNAPSHOT_DROP = (

@@ -88,10 +88,10 @@ def test_create_table_if_not_exists_of_a_table_the_batch_knows_changes_nothing()
                          ddl_record("DROP TABLE t", 5, "06"), ddl_record(again, 6, "07")])
     assert [r["reason"] for r in outcome.records if r["ddl"].startswith("CREATE")] == [
         "DDL CREATE TABLE: key and column types learned",
-        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop since): "
-        "no effect at the source, nothing learned",
-        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop since): "
-        "no effect at the source, nothing learned",
+        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop or "
+        "rename away since): no effect at the source, nothing learned",
+        "DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did not drop or "
+        "rename away since): no effect at the source, nothing learned",
         "DDL CREATE TABLE: key and column types learned"]
     dropped = outcome.dropped["shop.t"]
     assert (list(dropped.columns), dropped.key) == (["id", "v", "n"], ("id", "n"))

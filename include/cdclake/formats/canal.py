@@ -11,7 +11,7 @@ A message: ``{id, database, table, [schema], pkNames, isDdl, type, es, ts, sql, 
   INIT_DDL) -> a DDL record carrying ``sql``.
 - images: after = ``data[i]``; for an UPDATE, before = ``data[i]`` overlaid with ``old[i]`` (canal's ``old`` holds
   only the changed columns, DRS's the whole row: both give the full before image; the overlay is done when the
-  row is typed, as ``old_text``); for a DELETE, before = the row. older canal versions leave out the ``old``
+  row is typed, as ``old_text``); for a DELETE, before = the row. Older canal versions leave out the ``old``
   entries of the leading rows in which no column changed: the entries then belong to the last rows, and the
   leading rows' before images are unknown (:func:`_old_shortfall`).
 - types: ``mysqlType`` (MySQL) or ``columnType`` (the relational DRS variant; the SQL dialect follows ``dbType``),
