@@ -77,11 +77,13 @@ KINDS = (
 statement does not touch."""
 
 _SNIPPET_CHARS = 80
-# MySQL's executable comment around TEMPORARY (``DROP /*!40005 TEMPORARY */ TABLE``, as its binlog writes it): the
-# server runs its text. Matched outside quoted strings and names: a quote's text is matched whole (group 1) and kept.
-# Other executable comments stay comments (``/*!80023 INVISIBLE */``: nothing cdclake reads).
-_TEMPORARY_COMMENT = re.compile(
-    r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`(?:[^`]|``)*`)|/\*M?!(?:\d{5,6})?\s*(TEMPORARY)\s*\*/""",
+# MySQL's executable comments around TEMPORARY (``DROP /*!40005 TEMPORARY */ TABLE``, as its binlog writes it) and
+# IF [NOT] EXISTS (mysqldump's ``CREATE TABLE /*!32312 IF NOT EXISTS*/ t``): the server runs their text. Matched
+# outside quoted strings and names: a quote's text is matched whole (group 1) and kept. Other executable comments
+# stay comments (``/*!80023 INVISIBLE */``, ``/*!50100 PARTITION BY ..*/``: nothing cdclake reads).
+_EXECUTED_COMMENT = re.compile(
+    r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`(?:[^`]|``)*`)"""
+    r"""|/\*M?!(?:\d{5,6})?\s*(TEMPORARY|IF\s+NOT\s+EXISTS|IF\s+EXISTS)\s*\*/""",
     re.S | re.I)
 # MySQL index statements' ALGORITHM, LOCK and COMMENT options (``DROP INDEX ix ON t ALGORITHM=INPLACE LOCK=NONE``),
 # which sqlglot does not read; an index statement changes no column, so they are dropped before parsing.
@@ -375,7 +377,7 @@ def _split_statements(sql: str, dialect: str) -> list[str]:
 
 def _parse_statement(text: str, dialect: str) -> list[DdlEvent]:
     if dialect == "mysql":
-        executed = _TEMPORARY_COMMENT.sub(lambda m: m.group(1) or f" {m.group(2)} ", text) if "/*" in text else text
+        executed = _EXECUTED_COMMENT.sub(lambda m: m.group(1) or f" {m.group(2)} ", text) if "/*" in text else text
         if _INDEX_STATEMENT.match(executed):
             executed = _INDEX_OPTION.sub(" ", executed)
         if executed != text:

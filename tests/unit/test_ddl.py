@@ -317,7 +317,17 @@ def test_oracle_postgres_and_sql_server_statements_from_other_parsers_tests(sql:
     assert _one(sql, dialect) == dataclasses.replace(expected, sql=sql)
 
 
-def test_an_executable_comment_other_than_temporary_stays_a_comment() -> None:
+def test_mysqldumps_executable_if_not_exists_is_read_as_written_out() -> None:
+    sql = "CREATE TABLE /*!32312 IF NOT EXISTS*/ `shop`.`items` (`id` int NOT NULL, PRIMARY KEY (`id`))"
+    assert _one(sql) == DdlEvent("create_table", "shop", "items", columns=(_col("id", "int", False),),
+                                 primary_key=("id",), if_not_exists=True, sql=sql)
+    sql = "DROP TABLE /*!32312 IF EXISTS*/ `items`"
+    assert _one(sql) == DdlEvent("drop_table", None, "items", sql=sql)
+    sql = "CREATE TABLE `t/*!32312 IF NOT EXISTS*/` (id int)"  # a name's text is not a comment
+    assert not _one(sql).if_not_exists
+
+
+def test_an_executable_comment_of_another_text_stays_a_comment() -> None:
     sql = ("CREATE TABLE t (a int NOT NULL PRIMARY KEY, b varchar(30) DEFAULT '/*!40005 TEMPORARY */', "
            "c int DEFAULT NULL /*!80023 INVISIBLE */)")
     assert _one(sql).columns == (_col("a", "int", False), _col("b", "varchar(30)", True, "/*!40005 TEMPORARY */"),
