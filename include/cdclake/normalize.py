@@ -1070,18 +1070,25 @@ def _apply_ddl(spark: SparkSession, parsed: DataFrame, policies: DdlPolicies,
                                                                  .isNotNull()).select("table_id").distinct().collect()]
         return sorted({*tables_in(spark, namespace), *(t for t in named["rows"] if t.startswith(f"{namespace}."))})
 
-    outcome = interpret(ddl_rows, policies, lake_tables=lake_tables)
     lake_history: list[ddl_history.History] = []
 
-    def former_ids(record: dict[str, Any]) -> tuple[str, ...]:
-        if not lake_history:  # loaded once, only for a batch with a statement that needs it
+    def history() -> ddl_history.History:  # loaded once, only for a batch with a statement that needs it
+        if not lake_history:
             lake_history.append(ddl_history.load(spark))
+        return lake_history[0]
+
+    def lake_holds(tid: str) -> bool:  # CREATE TABLE IF NOT EXISTS: a lake table the source has not dropped
+        return table_exists(spark, tid) and tid not in history().gone
+
+    outcome = interpret(ddl_rows, policies, lake_tables=lake_tables, lake_holds=lake_holds)
+
+    def former_ids(record: dict[str, Any]) -> tuple[str, ...]:
         names = [record["table_id"]]
         for change in reversed(outcome.changes):  # renamed by the batch's statements before this one
             if change.kind == "rename_table" and change.new == names[-1] and _landed_earlier(
                     change.position, record, outcome):
                 names.append(change.old)
-        return tuple(dict.fromkeys(n for name in names for n in (name, *lake_history[0].former_ids(name))))
+        return tuple(dict.fromkeys(n for name in names for n in (name, *history().former_ids(name))))
     for definition in outcome.tables.values():
         if definition.like and table_exists(spark, definition.like):  # CREATE TABLE t LIKE s, s in the lake only
             copied = {c.name: c for c in _existing_columns(spark, definition.like)}

@@ -85,6 +85,8 @@ SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with
               "at once when the batch has no rows of the table)")
 SKIP_CREATE_EXISTING = ("DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did "
                         "not drop or rename away since): no effect at the source, nothing learned")
+SKIP_CREATE_IN_LAKE = ("DDL CREATE TABLE IF NOT EXISTS of a table the lake holds from earlier batches (not dropped "
+                       "or renamed away since): no effect at the source, nothing learned")
 SKIP_CREATE_NO_COLUMNS = "DDL CREATE TABLE without column definitions: nothing learned but a key it names"
 SKIP_RENAME = "DDL RENAME TABLE: the lake table, if any, is renamed; changes naming the old table go to the new one"
 SKIP_SNAPSHOT_DROP = (
@@ -280,7 +282,8 @@ def _describe(event: DdlEvent) -> str:
 
 
 def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None,
-              lake_tables: Callable[[str], list[str]] | None = None) -> Outcome:
+              lake_tables: Callable[[str], list[str]] | None = None,
+              lake_holds: Callable[[str], bool] | None = None) -> Outcome:
     """Interpret DDL records (dicts with the parsed-record columns), in stream order.
 
     Args:
@@ -290,6 +293,9 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         lake_tables: The lake's table ids in a namespace: a ``DROP DATABASE`` (``DROP SCHEMA``) drops each of them
             (and the tables the batch's DDL defined there), as a ``DROP TABLE`` of each. Without it, only those
             the batch's DDL defined.
+        lake_holds: Whether the lake holds a table from earlier batches that the source has not dropped since: a
+            ``CREATE TABLE IF NOT EXISTS`` of it is skipped under ``evolve`` (unless the batch dropped or renamed
+            it before the statement, or a snapshot wrote it). Without it, such a statement is read as a ``CREATE``.
     """
     policies = policies or DdlPolicies()
     outcome = Outcome()
@@ -338,6 +344,12 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
                 elif event.if_not_exists and tid in outcome.tables and policies.for_table(tid) == "evolve":
                     # The batch created or altered it (only `evolve` follows its drops and renames away)
                     results.append(("skip", SKIP_CREATE_EXISTING, {"table_id": tid}))
+                    continue
+                elif (event.if_not_exists and tid not in outcome.tables and policies.for_table(tid) == "evolve"
+                      and not record.get("snapshot") and lake_holds is not None
+                      and not _dropped_or_renamed(tid, outcome) and lake_holds(tid)):
+                    # A snapshot's statement says what the table is now; this one, what it was at first
+                    results.append(("skip", SKIP_CREATE_IN_LAKE, {"table_id": tid}))
                     continue
                 definition = outcome.tables.setdefault(tid, TableDefinition())
                 definition.columns = _columns(dialect, event.columns)
@@ -397,6 +409,11 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
              {t: {"key": d.key, "columns": list(d.columns)} for t, d in outcome.tables.items()},
              outcome.changes or "none", list(outcome.stopped) or "none")
     return outcome
+
+
+def _dropped_or_renamed(tid: str, outcome: Outcome) -> bool:
+    """Whether the batch's statements so far dropped the table, renamed it away or renamed another onto it."""
+    return any(c.kind in ("drop_table", "rename_table") and tid in (c.table_id, c.new) for c in outcome.changes)
 
 
 def _dropped_tables(event: DdlEvent, outcome: Outcome,

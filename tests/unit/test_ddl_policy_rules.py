@@ -107,6 +107,31 @@ def test_create_table_if_not_exists_of_a_table_the_batch_knows_changes_nothing()
         assert (list(outcome.tables["shop.t"].columns), outcome.tables["shop.t"].key) == (["uid", "w"], ("uid",))
 
 
+def test_create_table_if_not_exists_of_a_table_the_lake_holds_changes_nothing() -> None:
+    # The same start-up script in a later batch: the lake's table (its types and key) stands, unless the source
+    # dropped it (in an earlier batch: the lake keeps it emptied; or in this one) or the batch renamed it.
+    again = "CREATE TABLE IF NOT EXISTS {} (id int PRIMARY KEY, v varchar(3))"
+    held = {"shop.t", "shop.gone", "shop.moved"}
+    outcome = interpret([ddl_record(again.format("t"), 0, "01"), ddl_record(again.format("gone"), 1, "02"),
+                         ddl_record("CREATE TABLE IF NOT EXISTS new (id int PRIMARY KEY)", 2, "03"),
+                         ddl_record("RENAME TABLE moved TO elsewhere", 3, "04"),
+                         ddl_record(again.format("moved"), 4, "05")],
+                        lake_holds=lambda tid: tid in held - {"shop.gone"})
+    assert [(r["table_id"], r["reason"]) for r in outcome.records if r["ddl"].startswith("CREATE")] == [
+        ("shop.t", "DDL CREATE TABLE IF NOT EXISTS of a table the lake holds from earlier batches (not dropped or "
+                   "renamed away since): no effect at the source, nothing learned"),
+        ("shop.gone", "DDL CREATE TABLE: key and column types learned"),
+        ("shop.new", "DDL CREATE TABLE: key and column types learned"),
+        ("shop.moved", "DDL CREATE TABLE: key and column types learned")]
+    assert sorted(outcome.tables) == ["shop.gone", "shop.moved", "shop.new"]
+    for policy in ("ignore", "fail"):  # they follow no drops: the statement is read as a CREATE
+        outcome = interpret([ddl_record(again.format("t"), 0, "01")], DdlPolicies(policy), lake_holds=held.__contains__)
+        assert outcome.tables["shop.t"].key == ("id",)
+    # A snapshot's statements describe the tables as they are
+    outcome = interpret([{**ddl_record(again.format("t"), 0, "01"), "snapshot": "true"}], lake_holds=held.__contains__)
+    assert outcome.tables["shop.t"].key == ("id",)
+
+
 def test_a_column_definition_without_a_type_declares_no_type() -> None:
     # Oracle's MODIFY (sal NULL) changes only whether sal takes NULL; SQL Server's computed column has the type of
     # its expression, which the text does not give: neither may declare the column text.
