@@ -523,6 +523,12 @@ Variant = tuple[str, int, int, str | None]
 hashes, ``spelling`` (:func:`_spelling`)."""
 
 
+def _pk_names(key_schema: Any) -> list[str]:
+    """The columns a canal-family message's ``pkNames`` names (``[]`` for another key, or none)."""
+    names = key_schema.get("pkNames") if isinstance(key_schema, dict) else None
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
 def _variant(v: Any) -> Variant:
     return v["table_id"], v["h1"], v["h2"], v["spelling"]
 
@@ -715,6 +721,14 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
             key = key_columns(parse_json_schema(v["key_schema"]), parse_json_schema(v["key_text"]))
             if key:
                 break
+        # Messages of the batch whose pkNames differ (an ALTER TABLE between them changed the primary key: `DROP
+        # PRIMARY KEY, ADD PRIMARY KEY (id, region)`): the batch is keyed by all of their columns, in order. Each
+        # key's rows are distinct under it, and a canal-family image carries the whole row, so no change is read
+        # as another row's (keyed by the first pkNames alone, `(1, 'b')` after the ALTER overwrote `(1, 'a')`).
+        if key and not keys.override_for(tid):
+            for v in variants:
+                names = _pk_names(parse_json_schema(v["key_schema"]))
+                key += [n for n in names if n.lower() not in {k.lower() for k in key}]
         key = [renames.get(k.lower(), k) for k in key] or list(declared.key) or list(keys.for_table(tid)) \
             or (key_columns_of(spark, tid) if exists else []) or list(declared.described_key)
         spelled = {c.name.lower(): c.name for c in columns}

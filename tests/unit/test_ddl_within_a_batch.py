@@ -300,3 +300,34 @@ def test_a_column_renamed_dropped_and_added_again_takes_no_value_of_its_old_name
         canal(db, "INSERT", [{"id": "2", "Title": "5"}], 14, types={"id": ("int", 4), "Title": ("int", 4)}),
     ])
     assert dump_rows(session_lake, f"{db}.items") == [{"id": 1, "Title": None}, {"id": 2, "Title": 5}]
+
+
+def test_a_primary_key_changed_within_a_batch_keys_the_batch_by_the_columns_of_both(spark, session_lake) -> None:
+    # `ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (...)` between row changes of one batch: MySQL then holds
+    # rows that share the old key's values (widened) or rows the old key told apart, one deleted before (narrowed).
+    wide, narrow = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("wide", "narrow"))
+    types = {"id": ("int", 4), "region": ("varchar(8)", 12), "v": ("int", 4)}
+
+    def row(db: str, kind: str, rows: list[dict[str, str]], at: int, key: list[str],
+            old: list[dict[str, str]] | None = None) -> dict[str, object]:
+        return {**canal(db, kind, rows, at, old=old, types=types), "pkNames": key}
+
+    create = "CREATE TABLE `items` (`id` int NOT NULL, `region` varchar(8) NOT NULL, `v` int, PRIMARY KEY ({}))"
+    apply_messages(spark, session_lake, wide, "0", [
+        _ddl(wide, create.format("`id`"), 10, kind="CREATE"),
+        row(wide, "INSERT", [{"id": "1", "region": "a", "v": "10"}], 11, ["id"]),
+        _ddl(wide, "ALTER TABLE `items` DROP PRIMARY KEY, ADD PRIMARY KEY (`id`, `region`)", 12),
+        row(wide, "INSERT", [{"id": "1", "region": "b", "v": "20"}], 13, ["id", "region"]),
+        row(wide, "UPDATE", [{"id": "1", "region": "a", "v": "11"}], 14, ["id", "region"], old=[{"v": "10"}]),
+    ])
+    apply_messages(spark, session_lake, narrow, "0", [
+        _ddl(narrow, create.format("`id`, `region`"), 10, kind="CREATE"),
+        row(narrow, "INSERT", [{"id": "1", "region": "a", "v": "10"}, {"id": "1", "region": "b", "v": "20"}], 11,
+            ["id", "region"]),
+        row(narrow, "DELETE", [{"id": "1", "region": "b", "v": "20"}], 12, ["id", "region"]),
+        _ddl(narrow, "ALTER TABLE `items` DROP PRIMARY KEY, ADD PRIMARY KEY (`id`)", 13),
+        row(narrow, "UPDATE", [{"id": "1", "region": "c", "v": "11"}], 14, ["id"], old=[{"region": "a", "v": "10"}]),
+    ])
+    assert dump_rows(session_lake, f"{wide}.items") == [{"id": 1, "region": "a", "v": 11},
+                                                        {"id": 1, "region": "b", "v": 20}]
+    assert dump_rows(session_lake, f"{narrow}.items") == [{"id": 1, "region": "c", "v": 11}]
