@@ -1385,7 +1385,10 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source:
         tables.setdefault(history.route(tid), definition)
     for tid, definition in outcome.dropped.items():  # dropped and created again in this batch: its older changes
         created, older_to = history.reused.get(tid, (None, ""))
-        if created is not None and created.source == source and created.batch_id == batch_id:
+        # A name dropped after it was taken again (`RENAME TABLE a TO b; DROP TABLE b`) is still gone: the dropped
+        # definition is the table's own, and no earlier table of the name gets made from it.
+        if created is not None and created.source == source and created.batch_id == batch_id \
+                and tid not in history.gone:
             tables.setdefault(history.route(older_to), definition)
     stopped = {history.route(tid): why for tid, why in outcome.stopped.items()}
     return parsed, Outcome(tables, outcome.records, outcome.changes, stopped, outcome.dropped)
