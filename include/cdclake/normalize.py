@@ -445,6 +445,10 @@ def _case_clash(columns: list[ColumnType]) -> str | None:
     return None
 
 
+_VARIABLE_SCALE_SPEC = {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal"}
+"""The Connect type a table records for a column inference typed from VariableScaleDecimal objects."""
+
+
 def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) -> list[ColumnType]:
     """Column types of payload-only images by Spark's JSON inference (JVM), in the sample image's column order."""
     encoder = spark._jvm.org.apache.spark.sql.Encoders.STRING()  # type: ignore[union-attr]
@@ -458,7 +462,8 @@ def _infer_columns(spark: SparkSession, texts: DataFrame, sample: str | None) ->
         data_type = inferred.get(name, StringType())
         if isinstance(data_type, StructType) and sorted(data_type.fieldNames()) == ["scale", "value"]:
             # Debezium's VariableScaleDecimal without its schema: the exact decimal text, else the JSON text.
-            columns.append(ColumnType(name, StringType(), lambda c: F.coalesce(variable_scale_decimal(c), c)))
+            columns.append(ColumnType(name, StringType(), lambda c: F.coalesce(variable_scale_decimal(c), c),
+                                      encoding=_VARIABLE_SCALE_SPEC["name"]))
             continue
         if isinstance(data_type, DecimalType) and data_type.scale == 0:
             data_type = DecimalType(38, 0)  # whole numbers beyond a long (JSON inference reads them as decimals)
@@ -693,6 +698,11 @@ def _resolve_tables(spark: SparkSession, parsed: DataFrame, keys: KeySpec,
                 sample = next((v["sample"] for v in variants if v["sample"]), None)
                 inferred = _current_columns(_infer_columns(spark, texts, sample), renames, dropped)
                 columns += [c for c in inferred if c.name in untyped]
+                # A VariableScaleDecimal without its schema is recorded as one, so later batches read it by its
+                # digits too: the column is text, and its JSON text would match no row of it (a key's update or
+                # delete would miss the row).
+                connect_types.update({c.name: dict(_VARIABLE_SCALE_SPEC) for c in inferred
+                                      if c.name in untyped and c.encoding == _VARIABLE_SCALE_SPEC["name"]})
                 # Images may spell an untyped column two ways (Debezium's Informix example: `before.id`, `after.ID`):
                 # one column (inference may or may not have kept both spellings), read from either.
                 columns, folded = _fold_case(columns, [c.name for c in known])

@@ -738,6 +738,32 @@ def test_payload_only_images_of_a_new_table_keep_big_whole_numbers_and_variable_
         ("18446744073709551615", "12345678901234567890123", "-7", {"a": [2]})]  # dump: decimals as exact text
 
 
+def test_payload_only_variable_scale_decimals_of_a_table_inference_made_are_read_in_later_batches(spark, session_lake):
+    """An Oracle table keyed by a ``NUMBER`` column (a VariableScaleDecimal), streamed without its schema: the first
+    batch's inference made the key column the exact decimal text (``4007``), and a later batch's update and delete
+    of that key read the VariableScaleDecimal as its JSON text, which no row has: the delete removed nothing and the
+    update inserted a second row (Flink CDC's Oracle example stream, cut into two batches)."""
+    table = f"vsd_{uuid.uuid4().hex[:8]}"
+    source, tid = f"connect_types_{table}", f"typed.{table}"
+
+    def vsd(unscaled: int, scale: int = 0) -> dict[str, Any]:
+        return {"scale": scale, "value": b64(java_bytes(unscaled))}
+
+    first = [{"id": vsd(4007), "name": "ZHANGSAN", "amount": vsd(12345, 2)}, {"id": vsd(1), "name": "ONE"}]
+    text = "".join(_payload_only(table, image, lsn=100 + i) + "\n" for i, image in enumerate(first))
+    batch_id, _ = _land_and_normalize(spark, session_lake, source, text)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    update = json.loads(_payload_only(table, {"id": vsd(4007), "name": "update-name", "amount": vsd(-5, 3)}, lsn=200))
+    update.update(op="u", before=first[0])
+    delete = json.loads(_payload_only(table, first[1], lsn=201))
+    delete.update(op="d", before=first[1], after=None)
+    batch_id, result = _land_and_normalize(spark, session_lake, source, f"{json.dumps(update)}\n{json.dumps(delete)}\n")
+    assert (result.tables, result.quarantined) == ({tid: 2}, 0)
+    apply_batch(spark, session_lake, source=source, batch_id=batch_id)
+    assert [(r["id"], r["name"], r["amount"]) for r in dump_rows(session_lake, tid)] == [
+        ("4007", "update-name", "-0.005")]
+
+
 def test_payload_only_images_that_spell_a_column_in_two_cases_are_one_column(spark, session_lake):
     """Debezium's Informix documentation: the update's ``before`` has ``id``, its ``after`` has ``ID``. Inferred as two
     columns, the staged records had both and every read of them failed (COLUMN_ALREADY_EXISTS); inferred as one, the
