@@ -4,7 +4,9 @@ plain-Python reference applier (:mod:`tests.support.cdc_model`).
 
 The streams mix snapshots (re-snapshots mid-stream, with both Debezium end markers), inserts, updates with the
 unchanged-TOAST placeholder, deletes with Kafka tombstones, deletes and re-inserts of the same key, primary-key
-changes, truncates and a column added mid-stream. When batches arrive in source order the reference must also
+changes, truncates and a column added mid-stream. The same streams without snapshots are also sent as canal flat
+messages (the rows of one statement in one message, canal's partial image for the TOAST updates, a primary-key
+change as one UPDATE, a TRUNCATE statement); the message is then the unit of batching and redelivery. When batches arrive in source order the reference must also
 equal the simulated table's true content, which checks the reference itself.
 
 A failing example is written to ``tests/fixtures/apply_regressions/last-failure.json`` each time it fails;
@@ -21,13 +23,14 @@ import itertools
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.cdc_model import EXTRA, PLACEHOLDER, Event, Reference, encode, simulate
+from tests.support.cdc_model import (EXTRA, PLACEHOLDER, Event, Reference, canal_messages, encode,
+                                     encode_canal_batch, row_images, simulate)
 
 # In the extended tier (16 minutes of a CI worker; the apply's semantics also have unit and e2e oracle tests):
 # `CDCLAKE_TESTS=all ./.ci/run`.
@@ -38,23 +41,24 @@ EXAMPLES = int(os.environ.get("CDCLAKE_PROPERTY_EXAMPLES", "8"))
 _names = itertools.count(1)
 
 keys = st.integers(min_value=1, max_value=5)
-actions = st.lists(
-    st.one_of(
-        st.tuples(st.just("upsert"), keys),
-        st.tuples(st.just("update"), keys, st.booleans()),
-        st.tuples(st.just("delete"), keys),
-        st.tuples(st.just("rekey"), keys, keys),
-        st.tuples(st.just("truncate")),
-        st.tuples(st.just("snapshot"), st.integers(min_value=0, max_value=1)),
-        st.tuples(st.just("add_column")),
-    ),
-    min_size=1,
-    max_size=24,
-)
+_changes = [
+    st.tuples(st.just("upsert"), keys),
+    st.tuples(st.just("update"), keys, st.booleans()),
+    st.tuples(st.just("delete"), keys),
+    st.tuples(st.just("rekey"), keys, keys),
+    st.tuples(st.just("truncate")),
+    st.tuples(st.just("add_column")),
+]
+actions = st.lists(st.one_of(*_changes, st.tuples(st.just("snapshot"), st.integers(min_value=0, max_value=1))),
+                   min_size=1, max_size=24)
+canal_actions = st.lists(st.one_of(*_changes), min_size=1, max_size=24)
+"""canal's flat messages have no snapshot reads (its full sync is a separate tool)."""
+T = TypeVar("T")
 
 
-def _deliveries(data: st.DataObject, events: list[Event]) -> tuple[list[list[Event]], bool]:
-    """Cut the events into 1-4 batches, add redelivered duplicates, maybe shuffle, maybe replay one at the end."""
+def _deliveries(data: st.DataObject, events: list[T]) -> tuple[list[list[T]], bool]:
+    """Cut the events (or messages) into 1-4 batches, add redelivered duplicates, maybe shuffle, maybe replay one at
+    the end."""
     n = len(events)
     count = data.draw(st.integers(min_value=1, max_value=min(4, n)), label="batches")
     cuts = sorted(data.draw(st.sets(st.integers(min_value=1, max_value=n - 1), min_size=count - 1,
@@ -88,11 +92,13 @@ def _lake_rows(spark: Any, tid: str, soft: bool) -> dict[int, Any]:
 
 
 def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]], *, soft: bool,
-                 truth: dict[int, dict[str, Any]] | None, history: bool | None = None) -> tuple[str, list[Any]]:
+                 truth: dict[int, dict[str, Any]] | None, history: bool | None = None,
+                 fmt: str = "debezium") -> tuple[str, list[Any]]:
     """Deliver batches through land -> normalize -> apply; compare with the reference after every batch.
 
-    ``history``: keep an SCD2 history (None: every other scenario does). Returns the table and each batch's
-    apply counts."""
+    ``history``: keep an SCD2 history (None: every other scenario does). ``fmt``: ``debezium`` (``kcat -J``
+    lines) or ``canal`` (flat messages; a batch's events are whole messages, see ``canal_messages``). Returns the
+    table and each batch's apply counts."""
     from cdclake import pipeline
     from cdclake.apply import ApplyOptions
 
@@ -107,21 +113,27 @@ def run_scenario(spark: Any, lake: Any, tmp: Path, delivered: list[list[Event]],
     history = n % 2 == 0 if history is None else history
     # Every other history scenario turns it on halfway: the table's rows then become its open versions.
     history_from = len(delivered) // 2 if n % 4 == 2 else 0
+    # What each change found at the source (a canal UPDATE's `old`, a DELETE's row), from the stream in source order.
+    found = row_images(sorted({e.lsn: e for b in delivered for e in b}.values(), key=lambda e: e.lsn))
     for number, batch in enumerate(delivered):
         options = ApplyOptions(delete_mode="soft" if soft else "hard", history=history and number >= history_from)
         if history and history_from and number == history_from:
             ref.start_history()
-        lines: list[str] = []
-        for e in batch:
-            lines += encode(e, schema=schema, table="items", offset=len(lines))
-        content = "\n".join(lines) + "\n"
+        if fmt == "canal":
+            content = encode_canal_batch(batch, database=schema, table="items", found=found)
+        else:
+            lines: list[str] = []
+            for e in batch:
+                lines += encode(e, schema=schema, table="items", offset=len(lines))
+            content = "\n".join(lines) + "\n"
         seq = seq_of.setdefault(content, len(seq_of) + 1)
         ref.apply_batch(seq, batch)
         path = tmp / f"{source}-{number}.jsonl"
         path.write_text(content)
-        landed = pipeline.land_inputs(lake, source=source, inputs=[str(path)], framing="kcat")
+        landed = pipeline.land_inputs(lake, source=source, inputs=[str(path)],
+                                      framing="jsonl" if fmt == "canal" else "kcat")
         assert landed.batch_id is not None
-        normalized = pipeline.normalize_batch(spark, lake, source=source, batch_id=landed.batch_id, fmt="debezium")
+        normalized = pipeline.normalize_batch(spark, lake, source=source, batch_id=landed.batch_id, fmt=fmt)
         assert normalized.quarantined == 0, normalized
         applied = pipeline.apply_batch(spark, lake, source=source, batch_id=landed.batch_id, default=options)
         counts.append(applied.tables.get(tid))
@@ -188,22 +200,25 @@ def _table_exists(spark: Any, tid: str) -> bool:
     return table_exists(spark, tid)
 
 
-def _record_failure(delivered: list[list[Event]], soft: bool, truth_checked: bool) -> None:
+def _record_failure(delivered: list[list[Event]], soft: bool, truth_checked: bool, fmt: str) -> None:
     REGRESSIONS.mkdir(parents=True, exist_ok=True)
     (REGRESSIONS / "last-failure.json").write_text(json.dumps({
-        "soft": soft, "in_order": truth_checked,
+        "soft": soft, "in_order": truth_checked, "fmt": fmt,
         "batches": [[e.to_json() for e in b] for b in delivered]}, indent=1))
 
 
-def _check(spark: Any, lake: Any, tmp: Path, data: st.DataObject, soft: bool) -> None:
-    events, truth = simulate(data.draw(actions, label="actions"))
+def _check(spark: Any, lake: Any, tmp: Path, data: st.DataObject, soft: bool, fmt: str = "debezium") -> None:
+    events, truth = simulate(data.draw(canal_actions if fmt == "canal" else actions, label="actions"))
     if not events:
         return
-    delivered, in_order = _deliveries(data, events)
+    # canal's unit of delivery is a message, which may hold several rows; a Debezium event is one message.
+    units = canal_messages(events) if fmt == "canal" else [[e] for e in events]
+    batches, in_order = _deliveries(data, units)
+    delivered = [[e for unit in batch for e in unit] for batch in batches]
     try:
-        run_scenario(spark, lake, tmp, delivered, soft=soft, truth=truth if in_order else None)
+        run_scenario(spark, lake, tmp, delivered, soft=soft, truth=truth if in_order else None, fmt=fmt)
     except AssertionError:
-        _record_failure(delivered, soft, in_order)
+        _record_failure(delivered, soft, in_order, fmt)
         raise
 
 
@@ -219,13 +234,22 @@ def test_soft_deletes_match_the_reference(spark, session_lake, tmp_path_factory,
     _check(spark, session_lake, tmp_path_factory.mktemp("prop"), data, soft=True)
 
 
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_canal_messages_match_the_reference(spark, session_lake, tmp_path_factory, data) -> None:
+    """The same simulated source behind canal: multi-row statements, partial update images (NOBLOB), TRUNCATE as
+    DDL, a column that appears in `mysqlType`, the same random batches, duplicates and replays."""
+    _check(spark, session_lake, tmp_path_factory.mktemp("prop"), data, soft=False, fmt="canal")
+
+
 @pytest.mark.parametrize("fixture", sorted(p.name for p in REGRESSIONS.glob("*.json")))
 def test_regression_fixtures(spark, session_lake, tmp_path, fixture: str) -> None:
     spec = json.loads((REGRESSIONS / fixture).read_text())
     delivered = [[Event.from_json(e) for e in b] for b in spec["batches"]]
     truth = spec.get("truth")
     run_scenario(spark, session_lake, tmp_path, delivered, soft=spec["soft"],
-                 truth={int(k): v for k, v in truth.items()} if truth is not None else None)
+                 truth={int(k): v for k, v in truth.items()} if truth is not None else None,
+                 fmt=spec.get("fmt", "debezium"))
 
 
 @pytest.mark.parametrize("updated", [False, True], ids=["distinct-keys", "a-key-changed-twice"])

@@ -7,7 +7,9 @@ Nothing here imports cdclake: the product is compared with this model, never wit
   emit: one LSN per event, snapshot rows sharing the snapshot's LSN, ``before`` with keys only (REPLICA IDENTITY
   DEFAULT), the unchanged-TOAST placeholder for ``note`` in some updates, a Kafka tombstone after each delete.
   It also returns the table's true final content.
-* :func:`encode` renders events as ``kcat -J`` lines with the JSON converter's schema envelope.
+* :func:`encode` renders events as ``kcat -J`` lines with the JSON converter's schema envelope;
+  :func:`encode_canal_batch` renders the same stream as canal flat messages (MySQL behind canal), the rows of one
+  statement in one message (:func:`canal_messages`).
 * :func:`reference_apply` defines cdclake's apply semantics sequentially over micro-batches in arrival order:
   per-key high-water mark by position ``(lsn, batch, index)``, tombstones, truncate and snapshot-end cuts, TOAST
   placeholders keeping the stored value, hard or soft deletes.
@@ -36,10 +38,12 @@ class Event:
     snapshot: str | None = None
     toast: bool = False
     with_extra: bool = False
+    row: int = 0
+    """Its index in its canal message's ``data`` (:func:`canal_messages`); 0 starts a message."""
 
     def to_json(self) -> dict[str, Any]:
         return {"lsn": self.lsn, "op": self.op, "key": self.key, "after": self.after, "snapshot": self.snapshot,
-                "toast": self.toast, "with_extra": self.with_extra}
+                "toast": self.toast, "with_extra": self.with_extra, "row": self.row}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Event":
@@ -183,6 +187,109 @@ def encode(event: Event, *, schema: str, table: str, offset: int) -> list[str]:
         lines.append(json.dumps({"topic": topic, "partition": 0, "offset": offset + 1, "ts": ts, "key": key,
                                  "payload": None}))
     return lines
+
+
+def row_images(events: Iterable[Event]) -> dict[int, dict[str, Any]]:
+    """The row each event of a source-ordered stream found (LSN -> values; absent for an insert): what a canal
+    UPDATE's ``old`` and a DELETE's ``data`` are made from. An unchanged-TOAST ``note`` is the row's own value."""
+    rows: dict[int, dict[str, Any]] = {}
+    found: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.op == "t":
+            rows.clear()
+            continue
+        if e.key is None:
+            continue
+        if e.key in rows:
+            found[e.lsn] = dict(rows[e.key])
+        if e.op == "d":
+            rows.pop(e.key, None)
+        elif e.after is not None:
+            after = dict(e.after)
+            if e.toast:
+                after["note"] = rows.get(e.key, {}).get("note")
+            rows[e.key] = after
+    return found
+
+
+_CANAL_TYPES = {"id": ("int", 4), "name": ("varchar(20)", 12), "qty": ("int", 4), "note": ("text", 2005),
+                EXTRA: ("bigint", -5)}
+
+
+def encode_canal(message: list[Event], *, database: str, table: str, found: dict[int, dict[str, Any]]) -> str:
+    """One canal flat message (a JSON line) of events that share it: the rows of one INSERT or DELETE statement, one
+    UPDATE, or a TRUNCATE. Its ``es`` and ``id`` come from the first event's LSN, so its rows are ordered by their
+    index in ``data``. An update with the unchanged-TOAST placeholder becomes canal's partial image
+    (``binlog_row_image=NOBLOB``): ``note`` is left out of ``data`` and ``mysqlType``. ``found``:
+    :func:`row_images` of the whole stream."""
+    first = message[0]
+    es = 1_700_000_000_000 + first.lsn
+    common = {"database": database, "table": table, "es": es, "id": first.lsn, "ts": es + 3}
+    if first.op == "t":
+        return json.dumps({**common, "data": None, "old": None, "isDdl": True, "type": "TRUNCATE",
+                           "sql": f"TRUNCATE TABLE `{table}`", "mysqlType": None, "sqlType": None, "pkNames": None})
+    columns = ["id", *COLUMNS, *([EXTRA] if first.with_extra else [])]
+    if first.toast:
+        columns.remove("note")
+
+    types = {"mysqlType": {c: _CANAL_TYPES[c][0] for c in columns},
+             "sqlType": {c: _CANAL_TYPES[c][1] for c in columns}, "pkNames": ["id"]}
+
+    def text(value: Any) -> str | None:
+        return None if value is None else str(value)
+
+    if [e.op for e in message] == ["d", "c"]:
+        # A primary-key change: canal's `old` holds the old key, the only column the statement changed.
+        image = {"id": message[1].key, **(message[1].after or {})}
+        return json.dumps({**common, **types, "data": [{c: text(image.get(c)) for c in columns}],
+                           "old": [{"id": text(message[0].key)}], "isDdl": False, "type": "UPDATE", "sql": ""})
+    data, old = [], []
+    for e in message:
+        image = {"id": e.key, **(found[e.lsn] if e.op == "d" else (e.after or {}))}
+        data.append({c: text(image.get(c)) for c in columns})
+        if e.op == "u":
+            before = {"id": e.key, **found[e.lsn]}
+            old.append({c: text(before.get(c)) for c in columns if before.get(c) != image.get(c)})
+    kind = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}[first.op]
+    return json.dumps({**common, **types, "data": data, "old": old or None, "isDdl": False, "type": kind, "sql": ""})
+
+
+def canal_messages(events: list[Event], most: int = 3) -> list[list[Event]]:
+    """Cut a source-ordered stream into canal messages: runs of up to ``most`` inserts or deletes (of one schema)
+    share a message, as the rows of one statement do; an update and a truncate have one each. Each event gets its
+    ``row`` index in its message."""
+    found = row_images(events)
+    out: list[list[Event]] = []
+    for e in events:
+        last = out[-1] if out else None
+        if (last is not None and e.op in ("c", "d") and last[0].op == e.op and len(last) < most
+                and last[0].with_extra == e.with_extra):
+            last.append(replace(e, row=len(last)))
+        elif last is not None and _moves(last, e, found):
+            last.append(replace(e, row=1))
+        else:
+            out.append([replace(e, row=0)])
+    return out
+
+
+def _moves(message: list[Event], e: Event, found: dict[int, dict[str, Any]]) -> bool:
+    """``e`` inserts the row the message's only delete removed, just after it: a primary-key change, which canal
+    writes as one UPDATE."""
+    d = message[0]
+    return (len(message) == 1 and d.op == "d" and e.op == "c" and e.lsn == d.lsn + 8
+            and e.with_extra == d.with_extra and e.after is not None
+            and all(e.after.get(c) == found[d.lsn].get(c) for c in (*COLUMNS, EXTRA)))
+
+
+def encode_canal_batch(events: list[Event], *, database: str, table: str, found: dict[int, dict[str, Any]]) -> str:
+    """A batch's JSON Lines: its events are whole messages (each starts at ``row`` 0), in delivery order."""
+    messages: list[list[Event]] = []
+    for e in events:
+        if e.row == 0 or not messages:
+            messages.append([e])
+        else:
+            messages[-1].append(e)
+    return "".join(encode_canal(m, database=database, table=table, found=found) + "\n" for m in messages)
 
 
 # ---- reference applier ---------------------------------------------------------------------------------------------
