@@ -6,8 +6,9 @@ The streams mix snapshots (re-snapshots mid-stream, with both Debezium end marke
 unchanged-TOAST placeholder, deletes with Kafka tombstones, deletes and re-inserts of the same key, primary-key
 changes, truncates and a column added mid-stream. The same streams without snapshots are also sent as canal flat
 messages (the rows of one statement in one message, canal's partial image for the TOAST updates, a primary-key
-change as one UPDATE, a TRUNCATE statement); the message is then the unit of batching and redelivery. When batches arrive in source order the reference must also
-equal the simulated table's true content, which checks the reference itself.
+change as one UPDATE, a TRUNCATE statement); the message is then the unit of batching and redelivery. When
+batches arrive in source order the reference must also equal the simulated table's true content, which checks the
+reference itself.
 
 A failing example is written to ``tests/fixtures/apply_regressions/last-failure.json`` each time it fails;
 Hypothesis runs the shrunk (minimal) example last, so that file ends up holding it. Keep it by renaming it: every

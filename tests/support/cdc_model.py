@@ -262,7 +262,7 @@ def canal_messages(events: list[Event], most: int = 3) -> list[list[Event]]:
     out: list[list[Event]] = []
     for e in events:
         last = out[-1] if out else None
-        if (last is not None and e.op in ("c", "d") and last[0].op == e.op and len(last) < most
+        if (last is not None and e.op in ("c", "d") and all(x.op == e.op for x in last) and len(last) < most
                 and last[0].with_extra == e.with_extra):
             last.append(replace(e, row=len(last)))
         elif last is not None and _moves(last, e, found):
