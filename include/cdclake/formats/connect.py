@@ -336,6 +336,12 @@ NEGATIVE_INFINITY_MICROS = -9223372036832400000
 ``timestamptz`` infinity becomes too, so both columns hold the same stand-in."""
 
 
+def _with_seconds(text: Column) -> Column:
+    """An ISO date-time text whose time has no seconds (``2019-05-28T08:58Z``, as Java's ``OffsetDateTime.toString()``
+    writes a whole minute), with ``:00`` added, which Spark's cast needs; another text is returned as it is."""
+    return F.regexp_replace(text, r"^(\s*[+-]?\d{4,}-\d{2}-\d{2}[T ]\d{2}:\d{2})(?![:\d])", "$1:00")
+
+
 def _zoned_timestamp(text: Column) -> Column:
     """``io.debezium.time.ZonedTimestamp`` ISO text -> ``timestamp``. PostgreSQL's ``infinity``/``-infinity`` of a
     ``timestamptz`` arrive as those words (newer connectors) or as years 292278994 / -292275055 (older ones), which
@@ -345,7 +351,7 @@ def _zoned_timestamp(text: Column) -> Column:
                    F.timestamp_micros(F.lit(POSITIVE_INFINITY_MICROS)))
             .when((value == "-infinity") | value.startswith("-292275055-"),
                   F.timestamp_micros(F.lit(NEGATIVE_INFINITY_MICROS)))
-            .otherwise(text.cast("timestamp")))
+            .otherwise(F.coalesce(text.cast("timestamp"), _with_seconds(text).cast("timestamp"))))
 
 
 _PRIMITIVES: dict[str, tuple[DataType, Converter]] = {
