@@ -5,7 +5,7 @@ content, not the name); a message holding bytes that are not UTF-8 is kept as a 
 
 Input framings (``framing="auto"`` picks one per file from its first non-blank line):
 
-- ``jsonl``: one message value per line.
+- ``jsonl``: one message value per line (a line of concatenated documents is one message per document).
 - ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
   (a flat ``[name, value, …]`` list, or an object), and ``key``/``payload`` as the raw message strings (null for a
   null key or a tombstone).
@@ -243,11 +243,44 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
         body = _blank_stripped(line)
         if not body:
             continue
-        if framing == "jsonl":
-            yield _record(**base, index=index, line=number, byte_offset=offset, value=body)
-        else:
+        if framing == "kcat":
             yield _kcat_record(body, base=base, index=index, line=number, offset=offset)
-        index += 1
+            index += 1
+            continue
+        for start, value in _line_documents(body):
+            # (the line's first message is at the line's start, blanks before it included, as before)
+            at = offset + _utf8_length(line[:line.find(body) + start]) if start else offset
+            yield _record(**base, index=index, line=number, byte_offset=at, value=value)
+            index += 1
+
+
+# After a JSON value's closing brace come only `,`, `}`, `]`, blanks or the end; anything else is in a string, or
+# starts more text after the line's first document (a cheap test before parsing the line).
+_MORE_AFTER_BRACE = re.compile(r"\}\s*[^\s,\]}]")
+
+
+def _line_documents(body: str) -> Iterator[tuple[int, str]]:
+    """The messages of a JSON Lines line, as (character offset in the line, text): the line itself, or, when it
+    holds several concatenated documents (``{..}{..}``, as feldera's JSON parser takes a chunk of them), each of
+    them and any text after the last one that does not parse. Spark's JSON reader takes a value's first document
+    and drops the rest without a word, so the rest must not stay in the same message."""
+    if _MORE_AFTER_BRACE.search(body) is None:
+        yield 0, body
+        return
+    decoder = json.JSONDecoder(strict=False)
+    pos = 0
+    while pos < len(body):
+        try:
+            _, end = decoder.raw_decode(body, pos)
+        except ValueError:
+            end = len(body)
+        if pos == 0 and end == len(body):
+            yield 0, body
+            return
+        yield pos, body[pos:end]
+        pos = end
+        while pos < len(body) and body[pos] in " \t\r":
+            pos += 1
 
 
 def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offset: int) -> dict[str, Any]:

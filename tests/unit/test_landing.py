@@ -71,6 +71,26 @@ def test_jsonl_keeps_lines_that_are_not_json_for_normalization_to_judge() -> Non
         ('{"id": 1}', 1, None), ("not json at all", 2, None)]
 
 
+def test_jsonl_line_of_concatenated_documents_is_one_message_per_document() -> None:
+    # feldera's JSON parser tests feed a Debezium chunk of two events on one line ("debezium: one chunk, two
+    # records"): Spark's JSON reader takes the first document of a value and drops the rest without a word, so the
+    # second change (here a delete) was lost. Each document is a message of its own, at that line.
+    create = '{"payload": {"op": "c", "after": {"b": true, "i": 0}}}'
+    delete = '{"payload": {"op": "d", "before": {"b": false, "i": 100, "s": "}{"}}}'
+    text = '{"id": 0}\n' + create + delete + '\n  {"id": 1} {"id": 2}  trailing\n{"s": "}{"}\n'
+    records = frame(text)
+
+    assert [r["framing"] for r in records] == ["jsonl"] * 7
+    assert [r["value"] for r in records] == [
+        '{"id": 0}', create, delete, '{"id": 1}', '{"id": 2}', "trailing", '{"s": "}{"}']
+    assert [r["line"] for r in records] == [1, 2, 2, 3, 3, 3, 4]
+    assert [r["index"] for r in records] == list(range(7))
+    assert [r["byte_offset"] for r in records] == [
+        0, offset_of(text, create), offset_of(text, delete), offset_of(text, '  {"id": 1}'),  # (the line's start)
+        offset_of(text, '{"id": 2}'), offset_of(text, "trailing"), offset_of(text, '{"s"')]
+    assert all(r["error"] is None for r in records)
+
+
 def test_jsonl_line_separators_inside_strings_do_not_split_messages() -> None:
     # U+2028/U+2029/U+0085 are legal raw characters inside JSON strings (serializers emit them unescaped);
     # only "\n" ends a JSON Lines record.
