@@ -54,7 +54,8 @@ from sqlglot.tokens import Token, TokenType
 
 from cdclake.exceptions import CdclakeError
 
-__all__ = ["DIALECTS", "KINDS", "DdlColumn", "DdlError", "DdlEvent", "dialect_for", "parse_ddl"]
+__all__ = ["DIALECTS", "KINDS", "DdlColumn", "DdlError", "DdlEvent", "DdlUnsupported", "dialect_for",
+           "parse_ddl"]
 
 DIALECTS = ("mysql", "postgres", "tsql", "oracle")
 """The sqlglot dialects :func:`parse_ddl` accepts."""
@@ -115,6 +116,11 @@ _ORACLE_COLUMN_STATES = frozenset({"NULL", "VISIBLE", "INVISIBLE", "ENCRYPT", "D
 
 class DdlError(CdclakeError):
     """A statement is not DDL, or not DDL this module can parse."""
+
+
+class DdlUnsupported(DdlError):
+    """A statement understood, whose effect cdclake cannot follow: an ``ALTER TABLE`` that removes, swaps or loads
+    rows of a table's partitions (or tablespace) without row events. The message is the whole reason."""
 
 
 @dataclass(frozen=True)
@@ -851,6 +857,7 @@ class _AlterParts:
     new_table: exp.Expr | None = None
     new_schema: str | None = None  # PostgreSQL's SET SCHEMA s: the table moves to s under its name
     other_actions: int = 0
+    truncated: bool = False  # MySQL's TRUNCATE PARTITION ALL: every row goes
 
 
 def _alter_event(tree: exp.Alter, src: _Source, dialect: str) -> DdlEvent:
@@ -879,6 +886,8 @@ def _alter_actions(tree: exp.Alter) -> list[exp.Expr]:
 
 
 def _alter_parts_event(table: exp.Expr, parts: _AlterParts, sql: str) -> DdlEvent:
+    if parts.truncated:  # a partition action is the statement's only one (MySQL allows no other beside it)
+        return _table_event("truncate", table, sql)
     changes = (parts.primary_key, parts.added, parts.dropped, parts.renamed, parts.modified)
     new = parts.new_table
     if new is None and parts.new_schema is not None:
@@ -952,6 +961,20 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
         DdlError: The action may change columns or keys but is none of the above.
     """
     verb, i = action.word(0), 1
+    target = (action.word(1).split() or [""])[0]
+    if verb == "TRUNCATE" and target == "PARTITION" and action.word(2) == "ALL" and len(action.tokens) == 3:
+        parts.truncated = True
+        return
+    if verb in ("TRUNCATE", "DROP", "EXCHANGE") and target in ("PARTITION", "SUBPARTITION"):
+        # MySQL and Oracle remove the partitions' rows (EXCHANGE: swap in another table's) with no row events
+        raise DdlUnsupported(
+            f"ALTER TABLE action {_snippet(action.text)!r} removes or replaces rows of partitions at the source "
+            "without row events, and cdclake does not track which rows a partition holds: the lake table keeps "
+            "them; re-snapshot the table")
+    if verb == "IMPORT" and "TABLESPACE" in action.text.upper().split():
+        raise DdlUnsupported(
+            f"ALTER TABLE action {_snippet(action.text)!r} loads rows from a tablespace file at the source without "
+            "row events: the lake table does not get them; re-snapshot the table")
     key_at = next((j for j in range(1, len(action.tokens) - 1) if action.tokens[j].token_type == TokenType.PRIMARY_KEY
                    and action.tokens[j + 1].token_type == TokenType.L_PAREN), None)
     if verb == "ADD" and key_at is not None and (key_at == 1 or (action.word(1) == "CONSTRAINT" and key_at == 3)):

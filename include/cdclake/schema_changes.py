@@ -51,7 +51,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
-from cdclake.ddl import DdlError, DdlEvent, parse_ddl
+from cdclake.ddl import DdlError, DdlEvent, DdlUnsupported, parse_ddl
 from cdclake.exceptions import ConfigError
 from cdclake.formats.connect import ColumnType
 from cdclake.identity import sanitize, split_table_id, table_id
@@ -319,7 +319,7 @@ def interpret(records: list[dict[str, Any]], policies: DdlPolicies | None = None
         try:
             events = parse_ddl(sql, dialect)
         except DdlError as exc:
-            done("quarantine", f"DDL not understood: {exc}")
+            done("quarantine", f"DDL not {'supported' if isinstance(exc, DdlUnsupported) else 'understood'}: {exc}")
             continue
         if not events:
             done("skip", "DDL: empty statement")

@@ -12,7 +12,8 @@ import logging
 import pytest
 import sqlglot
 
-from cdclake.ddl import DEFAULT_NOW, DdlColumn, DdlError, DdlEvent, dialect_for, parse_ddl
+from cdclake.ddl import (DEFAULT_NOW, DdlColumn, DdlError, DdlEvent, DdlUnsupported, dialect_for,
+                         parse_ddl)
 from cdclake.exceptions import CdclakeError
 
 CKAFKA_CUSTOMERS = (
@@ -383,6 +384,46 @@ def test_a_mysql_not_null_column_added_without_a_default_has_its_types_implicit_
 def test_mysql_partition_actions_are_skipped() -> None:
     sql = "ALTER TABLE t ADD COLUMN a int, ADD PARTITION (PARTITION p3 VALUES LESS THAN (2002))"
     assert _one(sql).added == (_col("a", "int"),)
+
+
+@pytest.mark.parametrize("dialect", ["mysql", "oracle"])
+@pytest.mark.parametrize("sql", [
+    "ALTER TABLE t TRUNCATE PARTITION p0",
+    "ALTER TABLE t TRUNCATE PARTITION p0, p1",
+    "ALTER TABLE shop.t DROP PARTITION p2019, p2020",
+    "ALTER TABLE t DROP SUBPARTITION sp0",
+    "ALTER TABLE t TRUNCATE SUBPARTITION sp0",
+    "ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE t_archive",
+])
+def test_partition_actions_that_remove_or_swap_rows_are_refused_with_what_they_do(sql: str, dialect: str) -> None:
+    # The source removes (or swaps in another table's) rows without row events; which rows cannot be told from the
+    # stream, so the statement must not be skipped as one that changes nothing.
+    with pytest.raises(DdlUnsupported, match=r"rows of partitions .* without row events.*re-snapshot the table"):
+        parse_ddl(sql, dialect)
+
+
+def test_mysql_import_tablespace_loads_rows_without_row_events_and_is_refused() -> None:
+    with pytest.raises(DdlUnsupported, match="without row events"):
+        parse_ddl("ALTER TABLE t IMPORT PARTITION p0 TABLESPACE")
+    with pytest.raises(DdlUnsupported, match="without row events"):
+        parse_ddl("ALTER TABLE t IMPORT TABLESPACE")
+
+
+def test_mysql_truncate_partition_all_is_a_truncate_of_the_table() -> None:
+    sql = "ALTER TABLE shop.t TRUNCATE PARTITION ALL"
+    assert _one(sql) == DdlEvent("truncate", "shop", "t", sql=sql)
+
+
+def test_partition_actions_that_keep_the_rows_change_nothing() -> None:
+    for sql in (
+        "ALTER TABLE t ADD PARTITION (PARTITION p3 VALUES LESS THAN (2002))",
+        "ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b VALUES "
+        "LESS THAN (10))",
+        "ALTER TABLE t COALESCE PARTITION 2",
+        "ALTER TABLE t REMOVE PARTITIONING",
+        "ALTER TABLE t REBUILD PARTITION p0",
+    ):
+        assert _one(sql) == DdlEvent("alter_table", None, "t", sql=sql), sql
 
 
 def test_mysql_rename_table_with_several_pairs_gives_one_event_each() -> None:

@@ -69,6 +69,20 @@ def test_ignore_skips_and_fail_stops_the_table() -> None:
     assert (failed.records[1]["status"], failed.records[1]["op"]) == ("ok", "t")
 
 
+def test_a_partition_truncate_is_quarantined_with_its_reason_and_truncate_partition_all_truncates() -> None:
+    for policy in ("evolve", "ignore", "fail"):
+        outcome = interpret([ddl_record("ALTER TABLE orders TRUNCATE PARTITION p0"),
+                             ddl_record("ALTER TABLE items TRUNCATE PARTITION ALL", 1)], DdlPolicies(policy))
+        partition = outcome.records[0]
+        assert partition["status"] == "quarantine", policy
+        assert partition["reason"].startswith("DDL not supported: ALTER TABLE action 'TRUNCATE PARTITION p0' "
+                                              "removes or replaces rows of partitions"), partition["reason"]
+        assert not outcome.stopped.get("shop.orders"), policy
+    outcome = interpret([ddl_record("ALTER TABLE items TRUNCATE PARTITION ALL")])
+    assert (outcome.records[0]["status"], outcome.records[0]["op"], outcome.records[0]["table_id"]) == (
+        "ok", "t", "shop.items")
+
+
 def test_create_table_is_learned_under_every_policy() -> None:
     for policy in ("evolve", "ignore", "fail"):
         outcome = interpret([ddl_record("CREATE TABLE t (id int primary key, v varchar(3))")], DdlPolicies(policy))
