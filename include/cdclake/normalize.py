@@ -1390,9 +1390,22 @@ def _route_tables(parsed: DataFrame, outcome: Outcome, history: History, source:
         "table_name": F.when(routed != F.col("table_id"), F.lit(_ANY_SPELLING)).otherwise(F.col("table_name")),
         "table_id": routed,
     })
+    def owner(tid: str) -> str:
+        """The table a definition of the batch's DDL describes: for a name taken again by a ``CREATE`` of an
+        earlier batch, the table it named then when every statement of the batch about it is older than that
+        ``CREATE`` (an older batch applied again: its columns are the dropped table's, not the new one's)."""
+        created, older_to = history.reused.get(tid, (None, ""))
+        if created is None or created.source != source or created.batch_id == batch_id:
+            return tid
+        if not created.is_source_position:  # CKafka's canal-format DDL: by batch
+            return older_to if created.batch_id > batch_id else tid
+        positions = [r.get("source_pos") for r in outcome.records if r.get("table_id") == tid]
+        older = bool(positions) and all(p is not None and p < created.position for p in positions)
+        return older_to if older else tid
+
     tables: dict[str, TableDefinition] = {}
     for tid, definition in outcome.tables.items():
-        tables.setdefault(history.route(tid), definition)
+        tables.setdefault(history.route(owner(tid)), definition)
     for tid, definition in outcome.dropped.items():  # dropped and created again in this batch: its older changes
         created, older_to = history.reused.get(tid, (None, ""))
         # A name dropped after it was taken again (`RENAME TABLE a TO b; DROP TABLE b`) is still gone: the dropped

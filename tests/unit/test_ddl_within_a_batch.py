@@ -232,6 +232,35 @@ def test_a_table_dropped_and_created_again_starts_with_its_new_columns_and_key(s
             assert len(aside) == 1 and dump_rows(session_lake, aside[0]) == [], tables
 
 
+def test_an_older_batch_applied_again_after_its_table_was_dropped_and_created_again_changes_nothing(
+        spark, session_lake) -> None:
+    # The older batch's CREATE TABLE and ALTER TABLE describe the dropped table: applied again after the new table
+    # was made, they gave the new table the dropped table's columns (`v`, `z`), as empty columns.
+    from cdclake.normalize import normalize_batch
+    from cdclake.pipeline import apply_batch
+    from tests.support.canal_batches import land_messages
+
+    db = f"redo{uuid.uuid4().hex[:6]}"
+    old_types = {"id": ("int", 4), "v": ("varchar(20)", 12)}
+    new_types = {"id": ("int", 4), "w": ("int", 4)}
+    older = land_messages(session_lake, db, "0", [
+        _ddl(db, "CREATE TABLE `items` (`id` int NOT NULL, `v` varchar(20), PRIMARY KEY (`id`))", 10, kind="CREATE"),
+        canal(db, "INSERT", [{"id": "1", "v": "a"}], 11, types=old_types),
+        _ddl(db, "ALTER TABLE `items` ADD COLUMN `z` int", 12),
+    ])
+    newer = land_messages(session_lake, db, "1", [
+        _ddl(db, "DROP TABLE `items`", 20, kind="ERASE"),
+        _ddl(db, "CREATE TABLE `items` (`id` int NOT NULL, `w` int, PRIMARY KEY (`id`))", 21, kind="CREATE"),
+        canal(db, "INSERT", [{"id": "5", "w": "50"}], 22, types=new_types),
+    ])
+    for batch_id in (older, newer, older):
+        assert normalize_batch(spark, session_lake, source=db, batch_id=batch_id, fmt="canal").quarantined == 0
+        apply_batch(spark, session_lake, source=db, batch_id=batch_id)
+    assert dump_rows(session_lake, f"{db}.items") == [{"id": 5, "w": 50}]
+    aside = [t for t in list_tables(session_lake) if t.startswith(f"{db}.items__displaced_")]
+    assert len(aside) == 1 and dump_rows(session_lake, aside[0]) == [], aside
+
+
 def test_a_dropped_database_drops_the_tables_its_batch_knows_only_by_rows(spark, session_lake) -> None:
     # The batch is the lake's first of the database: its tables are known only by their rows when it drops it.
     # Normalized and applied again, the batch changes nothing.
