@@ -92,6 +92,8 @@ _INDEX_STATEMENT = re.compile(r"\s*(?:DROP\s+|CREATE\s+(?:(?:UNIQUE|FULLTEXT|SPA
 _INDEX_OPTION = re.compile(r"\b(?:(?:ALGORITHM|LOCK)\b\s*(?:=\s*)?\w+|COMMENT\s*(?:=\s*)?'(?:[^'\\]|\\.|'')*')", re.I)
 _DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)")
 _SYNTHETIC_TABLE = "_cdclake_ddl_columns"
+# SQL Server's TRUNCATE TABLE t WITH (PARTITIONS (2, 4 TO 6)): those partitions only.
+_PARTITIONS_OPTION = re.compile(r"\bWITH\s*\(\s*PARTITIONS\b", re.I)
 
 # Statements that are DDL (or forwarded with it) but describe nothing this module tracks: reported as "other".
 _OTHER_VERBS = frozenset({"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "COMMENT", "RENAME", "TRUNCATE"})
@@ -447,6 +449,11 @@ def _events(tree: exp.Expr, src: _Source, dialect: str) -> list[DdlEvent]:
     if isinstance(tree, exp.Drop):
         return _drop_events(tree, src.text)
     if isinstance(tree, exp.TruncateTable):
+        if _PARTITIONS_OPTION.search(src.text):
+            raise DdlUnsupported(
+                f"{_snippet(src.text)!r} removes the rows of those partitions only, at the source without row "
+                "events, and cdclake does not track which rows a partition holds: the lake table keeps them; "
+                "re-snapshot the table")
         return [_table_event("truncate", table, src.text) for table in tree.expressions]
     if isinstance(tree, exp.Command):
         return _command_events(tree, src, dialect)
@@ -965,8 +972,9 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     if verb == "TRUNCATE" and target == "PARTITION" and action.word(2) == "ALL" and len(action.tokens) == 3:
         parts.truncated = True
         return
-    if verb in ("TRUNCATE", "DROP", "EXCHANGE") and target in ("PARTITION", "SUBPARTITION"):
-        # MySQL and Oracle remove the partitions' rows (EXCHANGE: swap in another table's) with no row events
+    if verb in ("TRUNCATE", "DROP", "EXCHANGE") and target in ("PARTITION", "SUBPARTITION") or verb == "SWITCH":
+        # MySQL and Oracle remove the partitions' rows (EXCHANGE: swap in another table's; SQL Server's SWITCH
+        # [PARTITION n] TO t2: move them out) with no row events
         raise DdlUnsupported(
             f"ALTER TABLE action {_snippet(action.text)!r} removes or replaces rows of partitions at the source "
             "without row events, and cdclake does not track which rows a partition holds: the lake table keeps "

@@ -402,6 +402,19 @@ def test_partition_actions_that_remove_or_swap_rows_are_refused_with_what_they_d
         parse_ddl(sql, dialect)
 
 
+@pytest.mark.parametrize("sql", [
+    "TRUNCATE TABLE dbo.t WITH (PARTITIONS (2, 4 TO 6))",
+    "TRUNCATE TABLE t WITH ( PARTITIONS (1) )",
+    "ALTER TABLE t SWITCH PARTITION 1 TO t_archive PARTITION 1",
+    "ALTER TABLE t SWITCH TO t_archive",
+])
+def test_sql_server_partition_truncates_and_switches_are_refused_not_read_as_whole_table_truncates(sql: str) -> None:
+    # SQL Server removes only those partitions' rows (SWITCH: moves them to another table), without row events: a
+    # truncate of the whole table would remove rows the source keeps.
+    with pytest.raises(DdlUnsupported, match="without row events"):
+        parse_ddl(sql, "tsql")
+
+
 def test_mysql_import_tablespace_loads_rows_without_row_events_and_is_refused() -> None:
     with pytest.raises(DdlUnsupported, match="without row events"):
         parse_ddl("ALTER TABLE t IMPORT PARTITION p0 TABLESPACE")
