@@ -247,16 +247,22 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
             yield _kcat_record(body, base=base, index=index, line=number, offset=offset)
             index += 1
             continue
+        # (the line's first message is at the line's start, blanks before it included, as before; the bytes before
+        # a later one are counted on from the one before it, so a line of many documents stays linear)
+        at, counted, lead = offset, 0, -1
         for start, value in _line_documents(body):
-            # (the line's first message is at the line's start, blanks before it included, as before)
-            at = offset + _utf8_length(line[:line.find(body) + start]) if start else offset
+            if start:
+                lead = line.find(body) if lead < 0 else lead
+                at += _utf8_length(line[counted:lead + start])
+                counted = lead + start
             yield _record(**base, index=index, line=number, byte_offset=at, value=value)
             index += 1
 
 
 # After a JSON value's closing brace come only `,`, `}`, `]`, blanks or the end; anything else is in a string, or
-# starts more text after the line's first document (a cheap test before parsing the line).
-_MORE_AFTER_BRACE = re.compile(r"\}\s*[^\s,\]}]")
+# starts more text after the line's first document (a cheap test before parsing the line). A quote or a backslash
+# is left out too: they follow the braces of JSON text held in a string (a JSON column's value), on many lines.
+_MORE_AFTER_BRACE = re.compile(r'\}\s*[^\s,\]}"\\]')
 
 
 def _line_documents(body: str) -> Iterator[tuple[int, str]]:
@@ -272,7 +278,7 @@ def _line_documents(body: str) -> Iterator[tuple[int, str]]:
     while pos < len(body):
         try:
             _, end = decoder.raw_decode(body, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than Python parses: the JSON reader judges it)
             end = len(body)
         if pos == 0 and end == len(body):
             yield 0, body

@@ -91,6 +91,38 @@ def test_jsonl_line_of_concatenated_documents_is_one_message_per_document() -> N
     assert all(r["error"] is None for r in records)
 
 
+def test_jsonl_line_of_many_documents_lands_in_linear_time_with_each_documents_byte_offset() -> None:
+    # Each document's byte offset was counted again from the line's start, so a line of n documents took n^2 time
+    # (16000 small documents: over a minute). The offsets count multi-byte characters before each document.
+    docs = [json.dumps({"i": i, "s": "ü€" * (i % 3)}, ensure_ascii=False) for i in range(20000)]
+    text = '{"id": 0}\n' + " ".join(docs) + "\n"
+    records = frame(text)
+
+    assert [r["value"] for r in records] == ['{"id": 0}', *docs]
+    line = text.encode("utf-8")
+    for i in (1, 2, 3, 4, 5, 19999):
+        assert line[records[i + 1]["byte_offset"]:].startswith(docs[i].encode("utf-8")), i
+
+
+def test_jsonl_line_too_deeply_nested_for_pythons_parser_is_one_message() -> None:
+    # A brace followed by a letter makes the line parsed for concatenated documents; a RecursionError of the
+    # parser escaped the landing instead of leaving the line, one message, to the JSON reader to judge.
+    body = '{"a": ' + "[" * 5000 + "]" * 5000 + ', "s": "}x"}'
+    assert [r["value"] for r in frame('{"id": 0}\n' + body + "\n")] == ['{"id": 0}', body]
+
+
+def test_jsonl_line_with_a_json_text_in_a_string_is_not_parsed_for_more_documents(monkeypatch) -> None:
+    # A JSON column's value in a Debezium image is escaped JSON text (`"{\\"a\\": {\\"b\\": 1}}"`): its
+    # braces are followed by a quote or a backslash, never a document's first character, and must not make every
+    # such line parsed in Python a second time.
+    def no_parse(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("the line was parsed")
+
+    monkeypatch.setattr(json, "JSONDecoder", no_parse)
+    body = json.dumps({"after": {"doc": json.dumps({"a": {"b": 1}, "t": "}\n"}), "c": "x"}})
+    assert [r["value"] for r in frame(body + "\n", framing="jsonl")] == [body]
+
+
 def test_jsonl_line_separators_inside_strings_do_not_split_messages() -> None:
     # U+2028/U+2029/U+0085 are legal raw characters inside JSON strings (serializers emit them unescaped);
     # only "\n" ends a JSON Lines record.
