@@ -92,6 +92,7 @@ _INDEX_STATEMENT = re.compile(r"\s*(?:DROP\s+|CREATE\s+(?:(?:UNIQUE|FULLTEXT|SPA
 _INDEX_OPTION = re.compile(r"\b(?:(?:ALGORITHM|LOCK)\b\s*(?:=\s*)?\w+|COMMENT\s*(?:=\s*)?'(?:[^'\\]|\\.|'')*')", re.I)
 _DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)")
 _SYNTHETIC_TABLE = "_cdclake_ddl_columns"
+_PARTITION_WORDS = frozenset({"PARTITION", "PARTITIONS", "SUBPARTITION", "SUBPARTITIONS"})
 # SQL Server's TRUNCATE TABLE t WITH (PARTITIONS (2, 4 TO 6)): those partitions only.
 _PARTITIONS_OPTION = re.compile(r"\bWITH\s*\(\s*PARTITIONS\b", re.I)
 
@@ -972,9 +973,9 @@ def _apply_unparsed_action(action: _Source, dialect: str, parts: _AlterParts, st
     if verb == "TRUNCATE" and target == "PARTITION" and action.word(2) == "ALL" and len(action.tokens) == 3:
         parts.truncated = True
         return
-    if verb in ("TRUNCATE", "DROP", "EXCHANGE") and target in ("PARTITION", "SUBPARTITION") or verb == "SWITCH":
+    if verb in ("TRUNCATE", "DROP", "EXCHANGE") and target in _PARTITION_WORDS or verb == "SWITCH":
         # MySQL and Oracle remove the partitions' rows (EXCHANGE: swap in another table's; SQL Server's SWITCH
-        # [PARTITION n] TO t2: move them out) with no row events
+        # [PARTITION n] TO t2: move them out) with no row events; Oracle's TRUNCATE|DROP PARTITIONS p1, p2 too
         raise DdlUnsupported(
             f"ALTER TABLE action {_snippet(action.text)!r} removes or replaces rows of partitions at the source "
             "without row events, and cdclake does not track which rows a partition holds: the lake table keeps "

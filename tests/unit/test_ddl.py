@@ -415,6 +415,19 @@ def test_sql_server_partition_truncates_and_switches_are_refused_not_read_as_who
         parse_ddl(sql, "tsql")
 
 
+@pytest.mark.parametrize("sql", [
+    "ALTER TABLE t TRUNCATE PARTITIONS p1, p2",
+    "ALTER TABLE t TRUNCATE SUBPARTITIONS sp1, sp2 UPDATE INDEXES",
+    "ALTER TABLE t DROP PARTITIONS p1, p2",
+    "ALTER TABLE t DROP SUBPARTITIONS sp1, sp2",
+])
+def test_oracle_actions_on_several_partitions_that_remove_rows_are_refused(sql: str) -> None:
+    # Oracle 12c's multi-partition forms: TRUNCATE PARTITIONS was skipped as changing nothing, DROP PARTITIONS
+    # quarantined as not understood.
+    with pytest.raises(DdlUnsupported, match=r"rows of partitions .* without row events.*re-snapshot the table"):
+        parse_ddl(sql, "oracle")
+
+
 def test_mysql_import_tablespace_loads_rows_without_row_events_and_is_refused() -> None:
     with pytest.raises(DdlUnsupported, match="without row events"):
         parse_ddl("ALTER TABLE t IMPORT PARTITION p0 TABLESPACE")
