@@ -372,7 +372,16 @@ NO_CHANGE_SKIP = ("event without op, row image or table (a TiCDC WATERMARK event
 
 def _ddl_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
     no_text = F.trim(F.coalesce(cols["ddl"], F.lit(""))) == ""
+    b = F.col("_b")
+    # Avro's JSON encoding (kafka-avro-console-consumer) wraps the optional fields in their union branch:
+    # `"ddl": {"string": "ALTER TABLE ..."}`, `"databaseName": {"string": "inventory"}`.
+    avro_union = F.lit(False)
+    for value in (b["ddl"], b["databaseName"], b["source"]["snapshot"], b["source"]["table"]):
+        avro_union = avro_union | F.coalesce(F.ltrim(value).startswith("{"), F.lit(False))
     return [
+        (avro_union, F.lit("schema change event fields are Avro union objects (ddl or databaseName as "
+                           '{"string": ...}): the event is in Avro\'s JSON encoding, not the JSON converter\'s; '
+                           "publish it with Kafka Connect's JsonConverter (or decode the Avro first)"), "quarantine"),
         # Debezium's SQL Server (and Db2/Informix) connector writes no DDL text, only the table's new structure.
         (no_text & F.col("_b")["tableChanges"].isNotNull(), F.lit(NO_DDL_TEXT_SKIP), "skip"),
         (no_text, F.lit("schema change event without ddl text"), "quarantine"),
