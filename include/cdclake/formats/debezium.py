@@ -267,8 +267,8 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
          F.concat(F.lit("a message key, not a change event (its schema is named "),
                   F.get_json_object(j["schema"], "$.name"),
                   F.lit("): the input has keys where values belong, as a dump of kafka-console-consumer --property "
-                        "print.key=true writes them; land the values (a kcat -K framing keeps each key with its "
-                        "value)")), "quarantine"),
+                        "print.key=true (or kcat -K) writes them, which cdclake does not frame; land them as kcat -C "
+                        "-J envelopes, which keep each key with its value")), "quarantine"),
         (raw_op.isNull() & b["source"].isNull(), F.concat(
             F.lit("missing fields payload.op and payload.source: not a change event (a row flattened by "
                   "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: "),
