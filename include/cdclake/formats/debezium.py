@@ -27,7 +27,7 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -186,6 +186,19 @@ def _key(j: Column) -> tuple[Column, Column]:
     return text, F.when(enveloped, k["schema"])
 
 
+AVRO_ENCODING_ADVICE = ("the event is in Avro's JSON encoding, not the JSON converter's; publish it with Kafka "
+                        "Connect's JsonConverter (or decode the Avro first)")
+
+
+def _any_avro_union(fields: Iterable[Column]) -> Column:
+    """Whether any of these text fields is an object: Avro's JSON encoding wraps each optional value in its union
+    branch (``"lsn": {"long": 25178840}``, ``"ddl": {"string": "ALTER TABLE .."}``)."""
+    found = F.lit(False)
+    for value in fields:
+        found = found | F.coalesce(F.ltrim(value).startswith("{"), F.lit(False))
+    return found
+
+
 def _avro_string(field: Column) -> Column:
     """A source field's text, unwrapped from its Avro union branch (``{"string": "customers"}``) when the event is
     in Avro's JSON encoding: such an event is quarantined (:func:`_change_rules`), recorded under its table."""
@@ -253,9 +266,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
     # Avro's JSON encoding wraps each optional value in its union branch (`"lsn": {"long": 25178840}`), and a row
     # image in its record's (`"after": {"dbserver1.inventory.customers.Value": {...}}`).
     image = F.coalesce(cols["after_text"], cols["before_text"], cols["key_text"])
-    avro_union = F.lit(False)
-    for name in ("connector", "table", "lsn", "snapshot", "txId"):
-        avro_union = avro_union | F.ltrim(b["source"][name]).startswith("{")
+    avro_union = _any_avro_union(b["source"][name] for name in ("connector", "table", "lsn", "snapshot", "txId"))
     avro_union = avro_union | (image.startswith('{"') & image.rlike(r'^\{\s*"[\w.-]+\.Value"\s*:\s*\{'))
     return [
         # A damaged JSON key must not fall back silently to the row image's key columns. Keys that are not
@@ -281,8 +292,7 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         (avro_union, F.concat(
             F.lit("source fields or row images are Avro union objects (connector "),
             F.substring(b["source"]["connector"], 1, 60),
-            F.lit("): the event is in Avro's JSON encoding, not the JSON converter's; publish it with Kafka "
-                  "Connect's JsonConverter (or decode the Avro first)")), "quarantine"),
+            F.lit(f"): {AVRO_ENCODING_ADVICE}")), "quarantine"),
         # Before Debezium 0.8 its MongoDB source had no connector name: replica set `rs` and namespace `ns`.
         (F.lower(b["source"]["connector"]).contains("mongo")
          | (b["source"]["collection"].isNotNull() & b["source"]["connector"].isNull())
@@ -373,15 +383,10 @@ NO_CHANGE_SKIP = ("event without op, row image or table (a TiCDC WATERMARK event
 def _ddl_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]:
     no_text = F.trim(F.coalesce(cols["ddl"], F.lit(""))) == ""
     b = F.col("_b")
-    # Avro's JSON encoding (kafka-avro-console-consumer) wraps the optional fields in their union branch:
-    # `"ddl": {"string": "ALTER TABLE ..."}`, `"databaseName": {"string": "inventory"}`.
-    avro_union = F.lit(False)
-    for value in (b["ddl"], b["databaseName"], b["source"]["snapshot"], b["source"]["table"]):
-        avro_union = avro_union | F.coalesce(F.ltrim(value).startswith("{"), F.lit(False))
+    avro_union = _any_avro_union((b["ddl"], b["databaseName"], b["source"]["snapshot"], b["source"]["table"]))
     return [
-        (avro_union, F.lit("schema change event fields are Avro union objects (ddl or databaseName as "
-                           '{"string": ...}): the event is in Avro\'s JSON encoding, not the JSON converter\'s; '
-                           "publish it with Kafka Connect's JsonConverter (or decode the Avro first)"), "quarantine"),
+        (avro_union, F.lit('schema change event fields are Avro union objects (ddl or databaseName as {"string": '
+                           f"...}}): {AVRO_ENCODING_ADVICE}"), "quarantine"),
         # Debezium's SQL Server (and Db2/Informix) connector writes no DDL text, only the table's new structure.
         (no_text & F.col("_b")["tableChanges"].isNotNull(), F.lit(NO_DDL_TEXT_SKIP), "skip"),
         (no_text, F.lit("schema change event without ddl text"), "quarantine"),
