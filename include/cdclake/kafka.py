@@ -25,6 +25,8 @@ record's, ``headers`` an object of header name -> value, ``key``/``value`` the r
 (byte-exact: valid UTF-8 decodes and re-encodes to the same bytes), null for a null key or a tombstone. Bytes that
 are not UTF-8 are stored base64-encoded instead, and the record's extra field ``binary`` lists them (``key``,
 ``value``, ``header:<name>``), so nothing is ever altered silently; normalization then quarantines such a message.
+A value of several concatenated JSON documents gets an ``error`` saying so, and is quarantined too: a record is one
+message, and Spark's JSON reader would read its first document and drop the rest.
 
 On a Spark cluster the tasks run on the executors: they need confluent-kafka and cdclake installed, a raw zone they
 can reach (``s3://`` or a shared path) and S3 credentials in their own environment. The Kafka client settings,
@@ -69,7 +71,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from cdclake import __version__, faults
 from cdclake.exceptions import ConfigError, InputError, StorageError
-from cdclake.landing import _next_batch_id, raw_store
+from cdclake.landing import _next_batch_id, raw_store, record_documents_error
 from cdclake.settings import LakeSettings
 from cdclake.storage import ObjectStore, open_store
 
@@ -513,7 +515,8 @@ class RawLines:
         """One record's line, ending in a line feed."""
         try:
             key_json = "null" if key is None else encode_basestring(key.decode("utf-8"))
-            value_json = "null" if value is None else encode_basestring(value.decode("utf-8"))
+            text = None if value is None else value.decode("utf-8")
+            value_json = "null" if text is None else encode_basestring(text)
             if headers is None:
                 header_json = "null"
             else:
@@ -524,8 +527,9 @@ class RawLines:
                     for name, data in members.items()) + "}"
         except UnicodeDecodeError:
             return self._binary_line(index, offset, timestamp, headers, key, value)
+        error = None if text is None else record_documents_error(text)
         return (f'{self.head}{index}{self.middle}{offset}, "timestamp": {"null" if timestamp is None else timestamp}, '
-                f'"headers": {header_json}, "key": {key_json}, "value": {value_json}, "error": null}}\n')
+                f'"headers": {header_json}, "key": {key_json}, "value": {value_json}, "error": {_json(error)}}}\n')
 
     def _binary_line(self, index: int, offset: int, timestamp: int | None,
                      headers: list[tuple[str, bytes | None]] | None, key: bytes | None, value: bytes | None) -> str:

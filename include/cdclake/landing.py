@@ -8,7 +8,7 @@ Input framings (``framing="auto"`` picks one per file from its first non-blank l
 - ``jsonl``: one message value per line (a line of concatenated documents is one message per document).
 - ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
   (a flat ``[name, value, …]`` list, or an object), and ``key``/``payload`` as the raw message strings (null for a
-  null key or a tombstone).
+  null key or a tombstone). A payload of several JSON documents is a broken message (a record is one message).
 - ``json``: concatenated or pretty-printed JSON documents (as in the format documents), or one JSON array of
   messages. A document that does not parse is kept as a broken message (with its line and the parser's reason),
   and reading resumes at the next line that starts with ``{``.
@@ -285,8 +285,21 @@ def _line_documents(body: str) -> Iterator[tuple[int, str]]:
             return
         yield pos, body[pos:end]
         pos = end
-        while pos < len(body) and body[pos] in " \t\r":
+        while pos < len(body) and body[pos] in " \t\r\n":
             pos += 1
+
+
+def record_documents_error(value: str) -> str | None:
+    """Why a Kafka record's value cannot be read as its message: it holds several concatenated JSON documents
+    (``{..}{..}``), or text after its first. A record carries one message; read as one, only its first document
+    would count and the rest would be dropped without a word, so such a record is quarantined whole instead."""
+    if _MORE_AFTER_BRACE.search(value) is None:
+        return None
+    documents = sum(1 for _ in _line_documents(value.strip(" \t\r\n")))
+    if documents < 2:
+        return None
+    return (f"the Kafka record's value holds {documents} JSON documents, or text after its first one; a record "
+            "carries one message (write each change as a record of its own)")
 
 
 def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offset: int) -> dict[str, Any]:
@@ -298,15 +311,17 @@ def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offs
     if not isinstance(doc, dict) or not _is_kcat(doc):
         return _record(**where, value=body, error="not a kcat -J envelope (needs topic/offset and payload)")
     key = doc.get("key")
+    value = doc.get("payload")
     return _record(
         **where,
+        error=record_documents_error(value) if isinstance(value, str) else None,
         topic=doc.get("topic"),
         partition=doc.get("partition"),
         offset=doc.get("offset"),
         timestamp=doc.get("ts"),
         headers=_headers(doc.get("headers")),
         key=key if key is None or isinstance(key, str) else json.dumps(key, ensure_ascii=False),
-        value=doc.get("payload"),
+        value=value,
     )
 
 

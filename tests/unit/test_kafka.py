@@ -42,6 +42,30 @@ def test_raw_line_keeps_bytes_that_are_not_utf8_as_base64() -> None:
     assert (record["key"], record["headers"], record["value"]) == ("gAA=", {"h": "/w=="}, "ok")
 
 
+
+@pytest.mark.parametrize("value, documents", [
+    (b'{"op": "c", "after": {"id": 1}}{"op": "d", "before": {"id": 1}}', 2),
+    (b'{"op": "c"}\n{"op": "u"}\n{"op": "d"}\n', 3),
+    (b'{"op": "c"} trailing', 2),
+])
+def test_raw_line_of_a_record_holding_several_documents_is_broken_not_read_as_its_first(value, documents) -> None:
+    # Spark's JSON reader takes a value's first document and drops the rest without a word, so a record of
+    # several (a producer that batches events into one record) is quarantined whole, with the reason.
+    record = json.loads(raw_line(file_index=0, index=0, topic="t", partition=0, offset=9, timestamp=None,
+                                 headers=None, key=None, value=value))
+    assert record["value"] == value.decode()
+    assert record["error"].startswith(f"the Kafka record's value holds {documents} JSON documents"), record["error"]
+
+
+@pytest.mark.parametrize("value", [
+    b'{"op": "c", "after": {"doc": "{\\"a\\": {\\"b\\": 1}}", "s": "}{"}}\n',
+    b'{\n  "op": "c",\n  "after": {\n    "id": 1\n  }\n}\n',
+])
+def test_raw_line_of_one_document_with_braces_in_strings_or_pretty_printed_is_not_broken(value) -> None:
+    record = json.loads(raw_line(file_index=0, index=0, topic="t", partition=0, offset=9, timestamp=None,
+                                 headers=None, key=None, value=value))
+    assert record["error"] is None
+
 @pytest.mark.parametrize("lags, limit, expected", [
     ([5, 5], 100, [5, 5]),
     ([10, 10, 10], 9, [3, 3, 3]),

@@ -187,6 +187,15 @@ def test_kcat_envelopes_keep_kafka_coordinates_headers_key_and_payload() -> None
     assert [r["byte_offset"] for r in records] == [offset_of(KCAT, '{"topic"', i) for i in range(5)]
 
 
+
+def test_kcat_payload_holding_several_documents_is_a_broken_message() -> None:
+    payload = '{"op": "c", "after": {"id": 1}}{"op": "d", "before": {"id": 1}}'
+    text = json.dumps({"topic": "t", "partition": 0, "offset": 5, "key": None, "payload": payload}) + "\n"
+    [record] = frame(text, framing="kcat")
+
+    assert (record["offset"], record["value"]) == (5, payload)
+    assert record["error"].startswith("the Kafka record's value holds 2 JSON documents")
+
 def test_kcat_line_that_is_not_an_envelope_is_a_broken_message() -> None:
     text = '{"topic": "t", "offset": 1, "payload": "ok"}\n{"id": 1}\n{"topic": "t", "offset": 3, "payload": \n'
     records = frame(text, framing="kcat")
