@@ -9,6 +9,11 @@ Input framings (``framing="auto"`` picks one per file from its first non-blank l
 - ``kcat``: ``kcat -C -J`` envelopes, one per line: ``topic``, ``partition``, ``offset``, ``ts``, ``headers``
   (a flat ``[name, value, …]`` list, or an object), and ``key``/``payload`` as the raw message strings (null for a
   null key or a tombstone). A payload of several JSON documents is a broken message (a record is one message).
+- ``console``: ``kafka-console-consumer`` output with its ``print.*`` properties and the default tab separator:
+  ``CreateTime:<ms>``, ``Partition:<n>``, ``Offset:<n>`` (and ``NO_TIMESTAMP``, ``LogAppendTime:``,
+  ``LeaderEpoch:``, ``Delivery:``, ``NO_HEADERS``), then the headers (``name:value,...``), the key and the value,
+  a tab after each; ``null`` is a null key or value. A file is read so when its first line starts with such a field
+  or is a JSON key, a tab and a value (``print.key=true``).
 - ``json``: concatenated or pretty-printed JSON documents (as in the format documents), or one JSON array of
   messages. A document that does not parse is kept as a broken message (with its line and the parser's reason),
   and reading resumes at the next line that starts with ``{``.
@@ -42,7 +47,7 @@ from cdclake.storage import ObjectStore, open_store
 
 log = logging.getLogger(__name__)
 
-FRAMINGS = ("auto", "jsonl", "kcat", "json")
+FRAMINGS = ("auto", "jsonl", "kcat", "console", "json")
 BATCH_ID_WIDTH = 8
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -147,6 +152,8 @@ def detect_framing(text: str) -> str:
         stripped = _blank_stripped(line)
         if not stripped:
             continue
+        if _is_console_line(stripped):
+            return "console"
         try:
             first = json.loads(stripped)
         except ValueError:
@@ -218,7 +225,7 @@ def frame_messages(text: str, *, framing: str, input_uri: str, file_index: int) 
     if framing not in FRAMINGS:
         raise InputError(f"framing {framing!r} is not one of {', '.join(FRAMINGS)}")
     base = {"input": input_uri, "file_index": file_index, "framing": framing}
-    if framing in ("jsonl", "kcat"):
+    if framing in ("jsonl", "kcat", "console"):
         yield from _frame_lines(text, framing=framing, base=base)
     else:
         yield from _frame_documents(text, base=base)
@@ -245,6 +252,12 @@ def _frame_lines(text: str, *, framing: str, base: dict[str, Any]) -> Iterator[d
             continue
         if framing == "kcat":
             yield _kcat_record(body, base=base, index=index, line=number, offset=offset)
+            index += 1
+            continue
+        if framing == "console":
+            # (only the line break is cut: a tab at either end separates an empty key or value)
+            yield _console_record(line.rstrip("\r\n").lstrip(BOM), base=base, index=index, line=number,
+                                  offset=offset)
             index += 1
             continue
         # (the line's first message is at the line's start, blanks before it included, as before; the bytes before
@@ -323,6 +336,88 @@ def _kcat_record(body: str, *, base: dict[str, Any], index: int, line: int, offs
         key=key if key is None or isinstance(key, str) else json.dumps(key, ensure_ascii=False),
         value=value,
     )
+
+
+# The fields kafka-console-consumer prints before a record's headers, key and value (each its `print.*` property),
+# in its order, a tab after each.
+_CONSOLE_FIELD = re.compile(r"(?:(CreateTime|LogAppendTime):(-?\d+)|NO_TIMESTAMP|Partition:(\d+)|Offset:(\d+)"
+                            r"|LeaderEpoch:-?\d+|Delivery:\d+|NO_HEADERS)\t")
+
+
+def _console_key_value(text: str) -> tuple[str, str] | None:
+    """A JSON key, a tab and a value (``print.key=true``): the key's and the value's text, else None."""
+    if not text.startswith(("{", "[", '"')) or "\t" not in text:
+        return None
+    try:
+        _, end = json.JSONDecoder(strict=False).raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    if text[end:end + 1] != "\t":
+        return None
+    return text[:end], text[end + 1:]
+
+
+def _is_console_line(text: str) -> bool:
+    """A line of kafka-console-consumer output: it starts with a ``print.*`` field, or is a key (JSON, or text
+    without braces or quotes), a tab and a JSON object."""
+    if _CONSOLE_FIELD.match(text) or _console_key_value(text) is not None:
+        return True
+    key, tab, value = text.partition("\t")
+    if not tab or not value.startswith("{") or any(c in key for c in '{["'):
+        return False
+    try:
+        json.loads(value)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _console_headers(text: str) -> dict[str, str | None]:
+    """``print.headers=true``: ``name:value`` pairs separated by commas; a comma inside a JSON value (Debezium's
+    ``__debezium.oldkey`` of a key of several columns) does not end it."""
+    items, depth, quoted, escaped, start = [], 0, False, False, 0
+    for i, c in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quoted:
+            escaped, quoted = c == "\\", c != '"'
+        elif c == '"':
+            quoted = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        elif c == "," and depth <= 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    pairs = (item.partition(":") for item in items)
+    return {name: None if value == "null" else value for name, _, value in pairs}
+
+
+def _console_record(body: str, *, base: dict[str, Any], index: int, line: int, offset: int) -> dict[str, Any]:
+    """One line of kafka-console-consumer output (see the module docstring)."""
+    fields: dict[str, Any] = {}
+    pos = 0
+    while (m := _CONSOLE_FIELD.match(body, pos)) is not None:
+        kind, ts, partition, kafka_offset = m.groups()
+        if kind is not None:
+            fields["timestamp"] = int(ts)
+        if partition is not None:
+            fields["partition"] = int(partition)
+        if kafka_offset is not None:
+            fields["offset"] = int(kafka_offset)
+        pos = m.end()
+    rest = body[pos:]
+    first, tab, after = rest.partition("\t")
+    if tab and "\t" in after and ":" in first and not first.startswith(("{", "[", '"')):
+        fields["headers"] = _console_headers(first)  # (headers, key, value)
+        rest = after
+    key, value = _console_key_value(rest) or (None, rest)
+    if key is None and "\t" in rest:
+        key, _, value = rest.partition("\t")  # a key that is not JSON (a string converter's)
+    return _record(**base, index=index, line=line, byte_offset=offset, **fields,
+                   key=None if key == "null" else key, value=None if value == "null" else value)
 
 
 def _frame_documents(text: str, *, base: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -257,7 +257,17 @@ def test_postgresql_values_as_documents(spark, session_lake, source):
     assert create.position < update.position < delete.position < truncate.position
 
 
-def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, source):
+def console(offset: int, key: str | None, value: str | None, *, topic: str) -> str:
+    """One line of ``kafka-console-consumer --property print.timestamp=true --property print.partition=true
+    --property print.offset=true --property print.key=true`` (the topic is not printed)."""
+    def one_line(text: str | None) -> str:
+        return "null" if text is None else json.dumps(json.loads(text), separators=(",", ":"))
+
+    return f"CreateTime:{1700000000000 + offset}\tPartition:0\tOffset:{offset}\t{one_line(key)}\t{one_line(value)}"
+
+
+@pytest.mark.parametrize("kafka_line", [kcat, console], ids=["kcat", "console-consumer"])
+def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, source, kafka_line):
     topic = "PostgreSQL_server.public.customers"
     key = text("pg_key.json")
     message_key = json.dumps({
@@ -266,13 +276,13 @@ def test_postgresql_keys_and_values_as_kafka_messages(spark, session_lake, sourc
         "payload": {"prefix": "foo"},
     })
     lines = [
-        kcat(10, key, text("pg_create.json"), topic=topic),
-        kcat(11, key, text("pg_update.json"), topic=topic),
-        kcat(12, key, text("pg_delete.json"), topic=topic),
-        kcat(13, key, None, topic=topic),  # the tombstone after a delete
-        kcat(14, None, text("pg_truncate.json"), topic=topic),
-        kcat(15, message_key, text("pg_message_transactional.json"), topic=topic),
-        kcat(16, message_key, text("pg_message_nontransactional.json"), topic=topic),
+        kafka_line(10, key, text("pg_create.json"), topic=topic),
+        kafka_line(11, key, text("pg_update.json"), topic=topic),
+        kafka_line(12, key, text("pg_delete.json"), topic=topic),
+        kafka_line(13, key, None, topic=topic),  # the tombstone after a delete
+        kafka_line(14, None, text("pg_truncate.json"), topic=topic),
+        kafka_line(15, message_key, text("pg_message_transactional.json"), topic=topic),
+        kafka_line(16, message_key, text("pg_message_nontransactional.json"), topic=topic),
     ]
     batch = land_and_normalize(spark, session_lake, source, [("pg.kcat.jsonl", "\n".join(lines) + "\n")])
 

@@ -207,6 +207,62 @@ def test_kcat_line_that_is_not_an_envelope_is_a_broken_message() -> None:
     assert records[2]["error"].startswith("invalid kcat -J envelope JSON")
 
 
+
+# --- framing: kafka-console-consumer output ---------------------------------------------------------------------
+
+
+def test_console_consumer_fields_key_and_value_are_kept_apart() -> None:
+    # kafka-console-consumer --property print.timestamp=true --property print.partition=true
+    # --property print.offset=true --property print.headers=true --property print.key=true: each field, then a tab.
+    # This file was one broken message (no line starts with a brace, so the JSON reader never found its footing).
+    key = '{"schema":{"type":"struct","name":"dbserver1.inventory.customers.Key"},"payload":{"id":1001}}'
+    value = '{"payload":{"op":"c","after":{"id":1001,"note":"tab\\there"}}}'
+    text = (f"CreateTime:1700000000123\tPartition:0\tOffset:41\ttrace:abc,retry:2\t{key}\t{value}\n"
+            f"CreateTime:1700000000456\tPartition:0\tOffset:42\tNO_HEADERS\t{key}\tnull\n"
+            f"NO_TIMESTAMP\tPartition:1\tOffset:7\tNO_HEADERS\tnull\t{value}\n"
+            "LogAppendTime:1700000000789\tPartition:1\tOffset:8\tNO_HEADERS\tcustomer-7\tnot json\n")
+    assert detect_framing(text) == "console"
+    records = frame(text)
+
+    assert [r["framing"] for r in records] == ["console"] * 4
+    assert [(r["partition"], r["offset"], r["timestamp"]) for r in records] == [
+        (0, 41, 1700000000123), (0, 42, 1700000000456), (1, 7, None), (1, 8, 1700000000789)]
+    assert [r["headers"] for r in records] == [{"trace": "abc", "retry": "2"}, None, None, None]
+    # A comma in a header's JSON value (Debezium's old key of a key change, of two columns) stays in it.
+    [moved] = frame('CreateTime:1\tOffset:3\t__debezium.oldkey:{"a":1,"b":"x,\\"y"},n:null\t{"a":2}\t{"op":"c"}\n')
+    assert moved["headers"] == {"__debezium.oldkey": '{"a":1,"b":"x,\\"y"}', "n": None}
+    assert (moved["key"], moved["value"]) == ('{"a":2}', '{"op":"c"}')
+    assert [r["key"] for r in records] == [key, key, None, "customer-7"]
+    assert [r["value"] for r in records] == [value, None, value, "not json"]
+    assert [r["line"] for r in records] == [1, 2, 3, 4]
+    assert records[1]["byte_offset"] == offset_of(text, "CreateTime:1700000000456")
+    assert all(r["error"] is None for r in records)
+
+
+def test_console_consumer_print_key_lines_without_other_fields_are_key_and_value() -> None:
+    # The Debezium tutorials' `kafka-console-consumer --property print.key=true`: the key, a tab, the value. They
+    # were read as two messages of one line, and the key was quarantined.
+    key = '{"schema":{"type":"struct","name":"s.public.t.Key"},"payload":{"id":1}}'
+    value = '{"schema":{"type":"struct"},"payload":{"op":"u","after":{"id":1}}}'
+    text = f"{key}\t{value}\n{key}\tnull\n{value}\n"
+    assert detect_framing(text) == "console"
+    records = frame(text)
+
+    assert [(r["key"], r["value"]) for r in records] == [(key, value), (key, None), (None, value)]
+    assert [r["offset"] for r in records] == [None] * 3
+    # A string converter's key (kcat -K'\t' prints keys the same way).
+    records = frame('customer-7\t{"id": 7}\nnull\t{"id": 8}\r\n\t{"id": 9}\nempty\t\n')
+    assert [(r["framing"], r["key"], r["value"]) for r in records] == [
+        ("console", "customer-7", '{"id": 7}'), ("console", None, '{"id": 8}'), ("console", "", '{"id": 9}'),
+        ("console", "empty", "")]
+
+
+def test_a_jsonl_line_of_two_documents_with_no_tab_between_stays_two_messages() -> None:
+    assert detect_framing('{"id": 1}{"id": 2}\n') == "json"
+    assert detect_framing('{"id": 1} {"id": 2}\n') == "json"
+    assert [r["value"] for r in frame('{"id": 0}\n{"id": 1}\t{"id": 2}\n', framing="jsonl")] == [
+        '{"id": 0}', '{"id": 1}', '{"id": 2}']
+
 # --- framing: JSON documents ------------------------------------------------------------------------------------
 
 
@@ -328,7 +384,7 @@ def test_empty_input_has_no_messages(text: str, framing: str) -> None:
 
 
 def test_unknown_framing_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="'avro' is not one of auto, jsonl, kcat, json"):
+    with pytest.raises(InputError, match="'avro' is not one of auto, jsonl, kcat, console, json"):
         frame('{"id": 1}', framing="avro")
 
 

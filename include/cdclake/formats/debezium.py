@@ -277,9 +277,11 @@ def _change_rules(j: Column, row: Column, cols: dict[str, Column]) -> list[Rule]
         (raw_op.isNull() & b["source"].isNull() & F.get_json_object(j["schema"], "$.name").endswith(".Key"),
          F.concat(F.lit("a message key, not a change event (its schema is named "),
                   F.get_json_object(j["schema"], "$.name"),
-                  F.lit("): the input has keys where values belong, as a dump of kafka-console-consumer --property "
-                        "print.key=true (or kcat -K) writes them, which cdclake does not frame; land them as kcat -C "
-                        "-J envelopes, which keep each key with its value")), "quarantine"),
+                  F.lit("): the input has keys where values belong, each key and value a line of its own, as "
+                        "kafka-console-consumer --property print.key=true writes them with a line break for "
+                        "key.separator (or kcat -K with one), which cdclake does not frame; print them with the "
+                        "default tab separator, or land kcat -C -J envelopes, which keep each key with its value")),
+         "quarantine"),
         (raw_op.isNull() & b["source"].isNull(), F.concat(
             F.lit("missing fields payload.op and payload.source: not a change event (a row flattened by "
                   "ExtractNewRecordState/unwrap is not read; publish the change events); its payload fields: "),
