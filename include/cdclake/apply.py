@@ -14,7 +14,8 @@ time, so the tombstones and cut a classification read cannot change before its M
    ``noop`` (a delete of no live row), ``stale`` (not newer: skipped).
 3. Columns a change did not carry (``unavailable``: unchanged TOAST) take the value of the key's previous non-stale
    change in the batch, else keep the stored value. A new key's row with such columns, written with the delete of
-   its old key (a primary-key change), takes the old key's values (:func:`fill_moved_rows`).
+   its old key (a primary-key change), takes the old key's values (:func:`fill_moved_rows`; with the delete applied
+   by an earlier batch, the values its row had, from the changelog).
 4. Per key, the change with the highest position wins; ``MERGE INTO`` performs the actions, re-checking positions in
    its conditions, so a concurrent writer's newer row is never overwritten (commit conflicts are retried). Into an
    empty table, inserts are a plain append (no MERGE).
@@ -519,7 +520,8 @@ def fill_unavailable(classified: DataFrame, key: Sequence[str], columns: Sequenc
             .drop("_filled", *[f"_prev_{c}" for c in columns]))
 
 
-def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str], columns: Sequence[str]) -> DataFrame:
+def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str], columns: Sequence[str],
+                    earlier_deletes: DataFrame | None = None) -> DataFrame:
     """A primary-key change written as a delete of the old key and an insert of the new one at one source position
     (Debezium PostgreSQL's ``d`` + ``c``; canal's update whose ``old`` image has another key): the insert's
     unavailable columns (an unchanged TOAST value, a column a partial image left out) take the old key's values, of
@@ -528,6 +530,9 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
     The insert and the delete pair up when they come from one message (the same full position), or when they are
     the only delete and the only such insert of the table at their source position (one WAL record in PostgreSQL).
     Where that is not certain (a canal message changing several keys in one binlog second), nothing is filled.
+
+    ``earlier_deletes`` (:func:`remembered_deletes`) are deletes an earlier batch applied, with the values their
+    rows had: the delete of a key change landed in a batch before its insert pairs up the same way.
     """
     source = F.substring_index(F.col("_cdc_position"), "/", 1)
     missing = {c: F.array_contains(F.col("_unavailable"), c) for c in columns}
@@ -542,8 +547,11 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
               .select(source.alias("_mv_from"), F.col("_cdc_position").alias("_mv_position"),
                       F.col("_key_json").alias("_mv_key"),
                       F.struct(*[F.coalesce(F.col(f"_mv_prev_{c}"), F.when(F.col("_mv_stored"), F.struct(
-                          F.col(f"_mv_stored_{c}").alias("v")))).alias(c) for c in columns]).alias("_mv_values"))
-              .withColumn("_mv_movers", F.count(F.lit(1)).over(Window.partitionBy("_mv_from"))))
+                          F.col(f"_mv_stored_{c}").alias("v")))).alias(c) for c in columns]).alias("_mv_values")))
+    if earlier_deletes is not None:  # (a delete delivered again is the one an earlier batch applied)
+        movers = movers.join(earlier_deletes.select("_mv_from", "_mv_key"), ["_mv_from", "_mv_key"],
+                             "left_anti").unionByName(earlier_deletes)
+    movers = movers.withColumn("_mv_movers", F.count(F.lit(1)).over(Window.partitionBy("_mv_from")))
     gap = (F.col("_action") == "insert") & (F.size("_unavailable") > 0)
     gaps = (classified.where(gap).withColumn("_mv_source", source)
             .withColumn("_mv_gaps", F.count(F.lit(1)).over(Window.partitionBy("_mv_source"))))
@@ -559,6 +567,49 @@ def fill_moved_rows(classified: DataFrame, stored: DataFrame, key: Sequence[str]
                            .otherwise(F.col(c)) for c in columns})
     out = out.withColumn("_unavailable", F.array_except(F.col("_unavailable"), F.col("_filled")))
     return classified.where(~gap).unionByName(out.select(*classified.columns))
+
+
+def remembered_deletes(spark: SparkSession, tid: str, gaps: DataFrame, stored: DataFrame, key: Sequence[str],
+                       columns: Sequence[str], *, soft: bool) -> DataFrame | None:
+    """The deletes earlier batches applied at the source positions of ``gaps`` (inserts with unavailable columns),
+    as :func:`fill_moved_rows` takes them, each with the values its row had: a soft-deleted row's own; for a hard
+    delete (a tombstone), per column, those of the key's newest change before the delete that carried it, from the
+    table's changelog (None without one).
+
+    Only creates look for them (Debezium's second event of a key change): a partial update of a key the lake does
+    not have (canal's NOBLOB image) is no key change, and canal's position (a second and a batch id) is shared by
+    other rows."""
+    at = (gaps.where(F.col("_cdc_op") == "c")
+          .select(F.substring_index(F.col("_cdc_position"), "/", 1).alias("_mv_from")).distinct())
+    types = {c: gaps.schema[c].dataType for c in columns}
+    if soft:
+        flagged = (stored.where(F.col(SOFT_DELETE_COLUMN) & (F.col("_cdc_op") == "d"))
+                   .withColumn("_mv_from", F.substring_index(F.col("_cdc_position"), "/", 1))
+                   .join(at, "_mv_from", "left_semi"))
+        return flagged.select("_mv_from", F.col("_cdc_position").alias("_mv_position"),
+                              F.to_json(F.struct(*key)).alias("_mv_key"),
+                              F.struct(*[F.struct(F.col(c).alias("v")).alias(c) for c in columns]).alias("_mv_values"))
+    cid = changelog_table_id(tid)
+    if not table_exists(spark, cid):
+        return None
+    deletes = (tombstones.of_table(spark, tid)
+               .withColumn("_mv_from", F.substring_index(F.col("_tomb_position"), "/", 1))
+               .join(at, "_mv_from", "left_semi")
+               .join(stored.select(F.to_json(F.struct(*key)).alias("_key_json")), "_key_json", "left_anti"))
+    changelog = spark.table(spark_table_name(cid))
+    logged = set(changelog.columns)
+    log_rows = (changelog.where(F.col("_cdc_op") != "d")
+                .withColumn("_key_json", F.to_json(F.struct(*key)))
+                .join(deletes, "_key_json")
+                .where(F.col("_cdc_position") < F.col("_tomb_position")))
+    # (A column this batch adds is not in the changelog yet: the old row had no value of it.)
+    last = {c: F.max_by(F.struct(F.col(c).cast(types[c]).alias("v")), F.when(
+        ~F.coalesce(F.array_contains(F.col("_cdc_unavailable"), c), F.lit(False)), F.col("_cdc_position")))
+        if c in logged else F.lit(None).cast(StructType([StructField("v", types[c])])) for c in columns}
+    values = log_rows.groupBy("_key_json").agg(*[v.alias(c) for c, v in last.items()])
+    return (deletes.join(values, "_key_json", "left")
+            .select("_mv_from", F.col("_tomb_position").alias("_mv_position"), F.col("_key_json").alias("_mv_key"),
+                    F.struct(*[F.col(c) for c in columns]).alias("_mv_values")))
 
 
 def _check_source(tid: str, properties: Mapping[str, str], source: str) -> None:
@@ -1055,9 +1106,12 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
         classified = fill_unavailable(classified, key, value_columns)
     # Materialized now: the steps below change the table the classification read.
     classified = classified.localCheckpoint(eager=True)
-    if partial and value_columns and not _is_empty(classified.where(
-            (F.col("_action") == "insert") & (F.size("_unavailable") > 0))):  # rare: a key change with a gap
-        moved = fill_unavailable(fill_moved_rows(classified, stored, key, value_columns), key, value_columns)
+    gaps = classified.where((F.col("_action") == "insert") & (F.size("_unavailable") > 0))
+    if partial and value_columns and not _is_empty(gaps):  # rare: a key change with a gap
+        earlier = remembered_deletes(spark, tid, gaps, stored, key, value_columns, soft=soft) \
+            if options.changelog or soft else None
+        moved = fill_unavailable(fill_moved_rows(classified, stored, key, value_columns, earlier), key,
+                                 value_columns)
         moved = moved.localCheckpoint(eager=True)
         classified.unpersist()
         classified = moved

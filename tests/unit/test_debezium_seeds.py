@@ -862,6 +862,44 @@ def test_a_postgresql_primary_key_update_keeps_the_unchanged_toast_value_of_the_
     assert counts[f"public.{table}"].unknown_values == 1
 
 
+
+@pytest.mark.parametrize("delete_mode", ["hard", "soft"])
+def test_a_primary_key_update_whose_delete_an_earlier_batch_applied_keeps_the_unchanged_toast_value(
+        spark, session_lake, source, delete_mode):
+    # The update's delete of 60 and create of 61 (same LSN) land in two batches (the keys' Kafka partitions were
+    # read apart): the delete removed 60's row, so the create's placeholder takes the value 60's row had, from the
+    # changelog (or its soft-deleted row), not null. 70's row, updated with its own placeholder after its insert,
+    # keeps the insert's value when it moves the same way. A create at another LSN than any delete pairs with none.
+    from cdclake.apply_options import ApplyOptions
+    from cdclake.pipeline import apply_batch
+    from cdclake.reader import dump_rows
+
+    table = f"movedx_{uuid.uuid4().hex[:6]}"
+    unavailable = "__debezium_unavailable_value"
+
+    def event(op: str, lsn: int, key: int, name: str = "n", bio: str | None = None) -> str:
+        after = None if op == "d" else {"id": key, "name": name, "bio": bio}
+        return json.dumps({
+            "before": {"id": key, "name": None, "bio": None} if op == "d" else None, "after": after, "op": op,
+            "source": {"connector": "postgresql", "db": "postgres", "schema": "public", "table": table, "lsn": lsn,
+                       "ts_ms": 1700000000000 + lsn}})
+    batches = [[event("c", 100, 60, bio="long text"), event("c", 110, 70, bio="first"),
+                event("u", 120, 70, "renamed", unavailable), event("c", 130, 80, bio="other")],
+               [event("d", 200, 60), event("d", 300, 70), event("d", 400, 80)],
+               [event("d", 200, 60), event("c", 200, 61, bio=unavailable),  # (the delete delivered again)
+                event("c", 300, 71, "renamed", unavailable), event("c", 410, 81, bio=unavailable)]]
+    options = ApplyOptions(delete_mode=delete_mode)
+    for i, lines in enumerate(batches):
+        batch = land_and_normalize(spark, session_lake, source, [(f"{table}{i}.jsonl", "\n".join(lines) + "\n")],
+                                   keys=KeySpec.parse([f"public.{table}=id"]))
+        assert batch.result.quarantined == 0
+        counts = apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id, default=options).tables
+    rows = dump_rows(session_lake, f"public.{table}", all_columns=True)
+    live = [{k: r[k] for k in ("id", "name", "bio")} for r in rows if not r.get("_cdc_is_deleted")]
+    assert live == [{"id": 61, "name": "n", "bio": "long text"}, {"id": 71, "name": "renamed", "bio": "first"},
+                    {"id": 81, "name": "n", "bio": None}]
+    assert counts[f"public.{table}"].unknown_values == 1
+
 def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     events = [  # (commit_lsn, change_lsn, event_serial_no)
         ("00000027:00000a58:0001", "00000027:00000a50:0001", 1),
