@@ -1088,6 +1088,19 @@ def test_ticdc_events_are_ordered_by_their_commit_ts(spark, session_lake, source
         "0" * 16 + format(ts, "016x") + "0" * 16 for ts in (447507027004751873, 447507027004751874, 447507027004751875)]
 
 
+def test_debezium_tidb_connector_events_are_ordered_by_their_commit_ts(spark, session_lake, source):
+    # Debezium's TiDB connector (debezium-connector-tidb's TiDbSourceInfoStructMaker) writes TiDB's position without
+    # TiCDC's MySQL placeholders: `commit_ts` and `cluster_id`, no file, pos, row or server_id. They were
+    # quarantined as having no source position.
+    tidb = {"connector": "tidb", "name": "tidb_server", "file": None, "pos": None, "row": None, "server_id": None,
+            "gtid": None, "thread": None, "query": None, "cluster_id": "tidb-cluster-1"}
+    rows = staged_inserts(spark, session_lake, source, [
+        {**tidb, "commit_ts": ts} for ts in [446245805252059138, 446245805252059137, 446245805252059300]])
+    assert [r.after.id for r in rows] == [1, 0, 2]
+    assert [split_position(r.position)[0] for r in rows] == [
+        "0" * 16 + format(ts, "016x") + "0" * 16 for ts in (446245805252059137, 446245805252059138, 446245805252059300)]
+
+
 def test_oracle_events_are_ordered_by_commit_scn_then_scn(spark, session_lake, source):
     # Debezium's Oracle connector (LogMiner) positions a change by its transaction's commit SCN and its own SCN; a
     # snapshot read has only its SCN (Flink CDC's Oracle test output, Debezium 1.5.4).

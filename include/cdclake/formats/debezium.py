@@ -19,8 +19,9 @@ Accepts values with the JSON converter's ``schema`` + ``payload`` envelope and p
   dropped; 32 each when one has more than 20, as Db2 LUW's do; 64 when more than 32) + ``event_serial_no`` (16);
   MySQL/dtle binlog file sequence number + ``pos`` + ``row`` (16 hex digits each);
   Oracle ``commit_scn`` (``scn`` for a snapshot read) + ``scn`` (16 hex digits each);
-  TiCDC ``commit_ts``; a writer that names no connector and no position, or writes a placeholder (MySQL's
-  ``"file": ""`` with ``"pos": 0``, PostgreSQL's ``lsn`` Long.MIN_VALUE): arrival order (:data:`NO_BINLOG_POSITION`).
+  TiCDC ``commit_ts`` (also Debezium's TiDB connector, which writes no binlog fields); a writer that names no
+  connector and no position, or writes a placeholder (MySQL's ``"file": ""`` with ``"pos": 0``, PostgreSQL's
+  ``lsn`` Long.MIN_VALUE): arrival order (:data:`NO_BINLOG_POSITION`).
 - ``source_ts``: ``source.ts_us`` / ``ts_usec`` (before 1.0) / ``ts_ms`` / ``ts_sec``; ``snapshot``: ``source.snapshot``
   unless false; ``last`` for a record with ``last_snapshot_record: true`` (PostgreSQL before 1.0).
 """
@@ -63,8 +64,9 @@ _POSITION_FIELDS = ("lsn", "commit_lsn", "change_lsn", "file", "pos", "commit_ts
 
 
 def _tidb_position(src: Column) -> Column:
-    """TiCDC's Debezium events (no binlog coordinates; ``commit_ts``, the transaction's TiDB timestamp): 16 zeros
-    + ``commit_ts`` + ``row`` (16 hex digits each), above :data:`NO_BINLOG_POSITION`; null without ``commit_ts``."""
+    """TiCDC's Debezium events and Debezium's TiDB connector's (no binlog coordinates; ``commit_ts``, the
+    transaction's TiDB timestamp): 16 zeros + ``commit_ts`` + ``row`` (16 hex digits each), above
+    :data:`NO_BINLOG_POSITION`; null without ``commit_ts``."""
     commit_ts = F.trim(src["commit_ts"])
     return F.when(positive_integer(commit_ts),
                   F.concat(F.lit("0" * 16), hex_segment(commit_ts), hex_segment(F.coalesce(src["row"], F.lit("0")))))
@@ -115,6 +117,8 @@ def _source_position(src: Column, *, unpositioned: bool = True) -> Column:
         .when((commit_lsn.isNotNull() | change_lsn.isNotNull()) & (lsn_length <= 20), lsn_position(20))
         .when((F.trim(src["file"]) == "") & (F.trim(src["pos"]) == "0"),
               F.coalesce(_tidb_position(src), F.lit(NO_BINLOG_POSITION)))
+        # Debezium's TiDB connector writes TiDB's position alone (`commit_ts`, `cluster_id`), no binlog fields.
+        .when(src["file"].isNull() & src["pos"].isNull() & src["commit_ts"].isNotNull(), _tidb_position(src))
         .when(F.lit(unpositioned) & _no_position_fields(src), F.lit(NO_BINLOG_POSITION))
         .otherwise(binlog_position(src["file"], src["pos"], src["row"]))
     )
@@ -342,8 +346,8 @@ def _no_position_reason(src: Column) -> Column:
         F.lit("no source position: payload.source"),
         F.when(connector != "", F.concat(F.lit(" (connector "), connector, F.lit(")"))).otherwise(F.lit("")),
         F.lit(" has no readable lsn, commit_lsn/change_lsn, scn, commit_ts, or file (ending in a number) + pos; "
-              "cdclake orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiCDC "
-              "connectors"),
+              "cdclake orders changes of the PostgreSQL, MySQL, SQL Server, Db2, Informix, Oracle and TiDB (TiCDC, "
+              "Debezium's TiDB connector) connectors"),
         unreadable,
     )
 
