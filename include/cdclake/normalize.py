@@ -78,6 +78,7 @@ from cdclake.ddl import DEFAULT_NOW
 from cdclake.ddl_history import History
 from cdclake.schema_changes import (
     SKIP_ALTER,
+    SKIP_ALTER_NO_COLUMN,
     SKIP_CREATE,
     SKIP_CREATE_NO_COLUMNS,
     ColumnDefault,
@@ -1543,13 +1544,14 @@ def _normalize_batch(spark: SparkSession, settings: LakeSettings, *, source: str
         # makes the table as the stream describes it (an added column's DEFAULT fills the rows before it).
         holding = {tid for (status, reason, tid), n in counts.items()
                    if tid in problems and n and (status == "ok" or reason == SKIP_CREATE)}
-        held_ddl_of = {(SKIP_CREATE, tid) for tid in problems} | {(SKIP_ALTER, tid) for tid in holding}
+        held_ddl_of = {(SKIP_CREATE, tid) for tid in problems} | {
+            (reason, tid) for tid in holding for reason in (SKIP_ALTER, SKIP_ALTER_NO_COLUMN)}
         if problems:
             reason = F.lit(None).cast("string")
             for tid, why in problems.items():
                 reason = F.when(F.col("table_id") == tid, F.lit(why)).otherwise(reason)
             held_ddl = (F.col("status") == "skip") & ((F.col("reason") == SKIP_CREATE) | (
-                (F.col("reason") == SKIP_ALTER) & F.col("table_id").isin(*holding)))
+                F.col("reason").isin(SKIP_ALTER, SKIP_ALTER_NO_COLUMN) & F.col("table_id").isin(*holding)))
             rejected.append(_restore_raw_text(  # one row per message, not per row of a multi-row message
                 raw, parsed.where(((F.col("status") == "ok") | held_ddl) & F.col("table_id").isin(*problems))
                 .dropDuplicates(["input", "index"]).withColumn("reason", reason)))

@@ -83,6 +83,8 @@ _TABLE_STATEMENTS = frozenset(("create_table", "alter_table", "truncate", "drop_
 SKIP_CREATE = "DDL CREATE TABLE: key and column types learned"
 SKIP_ALTER = ("DDL ALTER TABLE: column types learned (a new column is added with the first rows that carry it, or "
               "at once when the batch has no rows of the table)")
+SKIP_ALTER_NO_COLUMN = ("DDL ALTER TABLE that adds, changes, renames or drops no column (an index, a constraint, a "
+                        "column default, a table option)")
 SKIP_CREATE_EXISTING = ("DDL CREATE TABLE IF NOT EXISTS of a table the batch created or altered before it (and did "
                         "not drop or rename away since): no effect at the source, nothing learned")
 SKIP_CREATE_IN_LAKE = ("DDL CREATE TABLE IF NOT EXISTS of a table the lake holds from earlier batches (not dropped "
@@ -495,4 +497,6 @@ def _evolve(event: DdlEvent, tid: str, namespace: str | None, where: str,
     if event.renamed or event.dropped or event.new_table:
         return "skip", "DDL ALTER TABLE: applied to the lake table (renamed/dropped columns or table)", {
             "table_id": tid}
+    if not (event.added or event.modified or event.primary_key):  # `ALTER TABLE t ADD INDEX ix (c)`
+        return "skip", SKIP_ALTER_NO_COLUMN, {"table_id": tid}
     return "skip", SKIP_ALTER, {"table_id": tid}

@@ -9,7 +9,7 @@ import pytest
 
 from cdclake.ddl_history import History, displaced_table_id
 from cdclake.exceptions import ConfigError
-from cdclake.schema_changes import DdlPolicies, LakeChange, interpret
+from cdclake.schema_changes import SKIP_ALTER, SKIP_ALTER_NO_COLUMN, DdlPolicies, LakeChange, interpret
 
 
 def ddl_record(sql: str, index: int = 0, position: str | None = "0000000000000010") -> dict:
@@ -67,6 +67,18 @@ def test_ignore_skips_and_fail_stops_the_table() -> None:
     assert list(failed.stopped) == ["shop.items"]
     assert failed.records[0]["status"] == "quarantine" and "DROP COLUMN note" in failed.records[0]["reason"]
     assert (failed.records[1]["status"], failed.records[1]["op"]) == ("ok", "t")
+
+
+def test_an_alter_table_that_changes_no_column_is_counted_as_such() -> None:
+    # TiCDC's canal-json sends `ADD INDEX` as an ALTER (type CINDEX): it was counted with the ADD COLUMNs beside it
+    # as "column types learned (a new column is added ...)", although it adds and teaches nothing.
+    outcome = interpret([ddl_record("ALTER TABLE `jiawei_test2` ADD COLUMN `c1` INT"),
+                         ddl_record("ALTER TABLE `jiawei_test2` ADD INDEX `idx_name`(`name`)", 1),
+                         ddl_record("ALTER TABLE t ENGINE=InnoDB, COMMENT 'x'", 2),
+                         ddl_record("ALTER TABLE t ALTER COLUMN c SET DEFAULT 5", 3)])
+    assert [(r["status"], r["reason"]) for r in outcome.records] == [
+        ("skip", SKIP_ALTER)] + [("skip", SKIP_ALTER_NO_COLUMN)] * 3
+    assert ([c.kind for c in outcome.changes], outcome.stopped) == (["add_column"], {})
 
 
 def test_a_partition_truncate_is_quarantined_with_its_reason_and_truncate_partition_all_truncates() -> None:
