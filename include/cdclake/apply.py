@@ -1194,9 +1194,36 @@ def _apply_classified(spark: SparkSession, flat: DataFrame, *, tid: str, name: s
             truncated=cut_rows - resent - gone_again, unknown_values=unknown,
         )
         log.info("applied to %s: %s", tid, result.to_dict())
+        if result.skipped_stale:
+            _warn_positions_went_back(spark, tid, name, classified, key)
         return result
     finally:
         classified.unpersist()
+
+
+REUSED_POSITION_SLACK_SECONDS = 60
+"""A stale change this much newer by source time than its row hints that the source's positions went back."""
+
+
+def _warn_positions_went_back(spark: SparkSession, tid: str, name: str, classified: DataFrame,
+                              key: Sequence[str]) -> None:
+    """Log the stale changes (not snapshot reads, whose time is the read's) whose source time is newer than their
+    row's by over :data:`REUSED_POSITION_SLACK_SECONDS`: a copy delivered again or an old batch replayed has the
+    time of the change it repeats, so these are more likely a source whose positions went backwards."""
+    stored = spark.table(name).select(*key, F.col("_cdc_source_ts").alias("_stored_ts"))
+    late = (classified.where((F.col("_action") == "stale") & (F.col("_cdc_op") != "r"))
+            .join(stored, list(key))
+            .where(F.col("_cdc_source_ts") > F.col("_stored_ts")
+                   + F.expr(f"INTERVAL {REUSED_POSITION_SLACK_SECONDS} SECONDS")))
+    found = late.agg(F.count(F.lit(1)).alias("n"), F.min_by("_cdc_position", "_cdc_position").alias("position"),
+                     F.min_by("_cdc_source_ts", "_cdc_position").alias("ts")).first()
+    if found["n"]:
+        log.warning(
+            "table %s: %d change(s) skipped as stale (their position is not newer than their row's) have a source "
+            "time over %d s newer than that row's (e.g. position %s at %s): the source's positions may have gone "
+            "back (a re-created database server or replication slot, a failover to another server, a reset "
+            "binlog). If these changes are real, load the table from a new snapshot into a new lake (README, "
+            "known limitations)", tid, found["n"], REUSED_POSITION_SLACK_SECONDS, found["position"], found["ts"])
 
 
 def _is_empty(frame: DataFrame) -> bool:

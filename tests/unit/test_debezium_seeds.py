@@ -900,6 +900,33 @@ def test_a_primary_key_update_whose_delete_an_earlier_batch_applied_keeps_the_un
                     {"id": 81, "name": "n", "bio": None}]
     assert counts[f"public.{table}"].unknown_values == 1
 
+
+def test_stale_changes_newer_by_source_time_than_their_row_are_logged(spark, session_lake, source, caplog):
+    # A MySQL server re-created (or a failover to another server) starts its binlog coordinates again: its changes
+    # rank older than the lake's rows and are skipped as stale. That is the ordering model, but it must not be
+    # silent. A change delivered again, with the time of the change it repeats, is stale without a word.
+    import logging
+
+    from cdclake.pipeline import apply_batch
+
+    table = f"reused_{uuid.uuid4().hex[:6]}"
+
+    def event(op: str, pos: int, key: int, v: str, ts_ms: int) -> str:
+        return json.dumps({
+            "before": None, "after": {"id": key, "v": v}, "op": op,
+            "source": {"connector": "mysql", "db": "inventory", "table": table, "file": "mysql-bin.000003",
+                       "pos": pos, "row": 0, "ts_ms": ts_ms}})
+    first = [event("c", 748, 1, "a", 1700000000000), event("c", 900, 2, "b", 1700000001000)]
+    second = [event("u", 398, 1, "new server", 1700003600000), event("c", 900, 2, "b", 1700000001000)]
+    with caplog.at_level(logging.WARNING, logger="cdclake.apply"):
+        for i, lines in enumerate((first, second)):
+            batch = land_and_normalize(spark, session_lake, source, [(f"{table}{i}.jsonl", "\n".join(lines) + "\n")],
+                                       keys=KeySpec.parse([f"inventory.{table}=id"]))
+            counts = apply_batch(spark, session_lake, source=source, batch_id=batch.batch_id).tables
+    assert counts[f"inventory.{table}"].skipped_stale == 2
+    warned = [r.getMessage() for r in caplog.records if "positions may have gone back" in r.getMessage()]
+    assert len(warned) == 1 and "1 change(s) skipped as stale" in warned[0], warned
+
 def test_sqlserver_positions_compare_numerically(spark, session_lake, source):
     events = [  # (commit_lsn, change_lsn, event_serial_no)
         ("00000027:00000a58:0001", "00000027:00000a50:0001", 1),
