@@ -12,8 +12,9 @@ Input framings (``framing="auto"`` picks one per file from its first non-blank l
 - ``console``: ``kafka-console-consumer`` output with its ``print.*`` properties and the default tab separator:
   ``CreateTime:<ms>``, ``Partition:<n>``, ``Offset:<n>`` (and ``NO_TIMESTAMP``, ``LogAppendTime:``,
   ``LeaderEpoch:``, ``Delivery:``, ``NO_HEADERS``), then the headers (``name:value,...``), the key and the value,
-  a tab after each; ``null`` is a null key or value. A file is read so when its first line starts with such a field
-  or is a JSON key, a tab and a value (``print.key=true``).
+  a tab after each; ``null`` is a null key or value. A value of several JSON documents is a broken message, as a
+  kcat payload's is. A file is read so when its first line starts with such a field or is a JSON key, a tab and a
+  value (``print.key=true``).
 - ``json``: concatenated or pretty-printed JSON documents (as in the format documents), or one JSON array of
   messages. A document that does not parse is kept as a broken message (with its line and the parser's reason),
   and reading resumes at the next line that starts with ``{``.
@@ -416,8 +417,10 @@ def _console_record(body: str, *, base: dict[str, Any], index: int, line: int, o
     key, value = _console_key_value(rest) or (None, rest)
     if key is None and "\t" in rest:
         key, _, value = rest.partition("\t")  # a key that is not JSON (a string converter's)
+    value = None if value == "null" else value
     return _record(**base, index=index, line=line, byte_offset=offset, **fields,
-                   key=None if key == "null" else key, value=None if value == "null" else value)
+                   key=None if key == "null" else key, value=value,
+                   error=None if value is None else record_documents_error(value))
 
 
 def _frame_documents(text: str, *, base: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -257,6 +257,21 @@ def test_console_consumer_print_key_lines_without_other_fields_are_key_and_value
         ("console", "empty", "")]
 
 
+def test_console_consumer_value_holding_several_documents_is_a_broken_message() -> None:
+    # The console consumer prints a record's value as it is: a value of two documents is one record, as a kcat
+    # payload is, and must not land as its first document (the rest dropped without a word).
+    text = ('CreateTime:1\tPartition:0\tOffset:5\t{"id":1}\t{"op":"c"}{"op":"d"}\n'
+            '{"id":2}\t{"op":"c"} {"op":"u"}\n'
+            'k3\t{"op":"c"}\n')
+    records = frame(text, framing="console")
+
+    assert [(r["key"], r["value"]) for r in records] == [
+        ('{"id":1}', '{"op":"c"}{"op":"d"}'), ('{"id":2}', '{"op":"c"} {"op":"u"}'), ("k3", '{"op":"c"}')]
+    assert [(r["error"] or "").startswith("the Kafka record's value holds 2 JSON documents") for r in records] == [
+        True, True, False]
+    assert records[2]["error"] is None
+
+
 def test_a_jsonl_line_of_two_documents_with_no_tab_between_stays_two_messages() -> None:
     assert detect_framing('{"id": 1}{"id": 2}\n') == "json"
     assert detect_framing('{"id": 1} {"id": 2}\n') == "json"
