@@ -345,15 +345,20 @@ _CONSOLE_FIELD = re.compile(r"(?:(CreateTime|LogAppendTime):(-?\d+)|NO_TIMESTAMP
                             r"|LeaderEpoch:-?\d+|Delivery:\d+|NO_HEADERS)\t")
 
 
+def _json_end(text: str) -> int | None:
+    """Where the JSON document ``text`` starts with ends (raw control characters kept in strings), else None."""
+    try:
+        return json.JSONDecoder(strict=False).raw_decode(text)[1]
+    except (ValueError, RecursionError):
+        return None
+
+
 def _console_key_value(text: str) -> tuple[str, str] | None:
     """A JSON key, a tab and a value (``print.key=true``): the key's and the value's text, else None."""
     if not text.startswith(("{", "[", '"')) or "\t" not in text:
         return None
-    try:
-        _, end = json.JSONDecoder(strict=False).raw_decode(text)
-    except (ValueError, RecursionError):
-        return None
-    if text[end:end + 1] != "\t":
+    end = _json_end(text)
+    if end is None or text[end:end + 1] != "\t":
         return None
     return text[:end], text[end + 1:]
 
@@ -415,8 +420,9 @@ def _console_record(body: str, *, base: dict[str, Any], index: int, line: int, o
         fields["headers"] = _console_headers(first)  # (headers, key, value)
         rest = after
     key, value = _console_key_value(rest) or (None, rest)
-    if key is None and "\t" in rest:
-        key, _, value = rest.partition("\t")  # a key that is not JSON (a string converter's)
+    # (a key that is not JSON, a string converter's; a tab inside a value of one JSON document is the value's)
+    if key is None and "\t" in rest and not (rest.startswith(("{", "[", '"')) and _json_end(rest) == len(rest)):
+        key, _, value = rest.partition("\t")
     value = None if value == "null" else value
     return _record(**base, index=index, line=line, byte_offset=offset, **fields,
                    key=None if key == "null" else key, value=value,

@@ -272,6 +272,16 @@ def test_console_consumer_value_holding_several_documents_is_a_broken_message() 
     assert records[2]["error"] is None
 
 
+def test_console_consumer_value_with_a_raw_tab_in_a_string_is_not_split_into_a_key() -> None:
+    # Without print.key the value follows the fields; a raw tab inside one of its strings (a DDL text, kept as the
+    # JSON reader keeps raw control characters) is the value's, not a key separator.
+    value = '{"op":"c","ddl":"ALTER TABLE t\tADD c int"}'
+    records = frame(f"CreateTime:1\tPartition:0\tOffset:5\t{value}\nOffset:6\t{{\"id\":1}}\t{value}\n",
+                    framing="console")
+
+    assert [(r["offset"], r["key"], r["value"]) for r in records] == [(5, None, value), (6, '{"id":1}', value)]
+
+
 def test_a_jsonl_line_of_two_documents_with_no_tab_between_stays_two_messages() -> None:
     assert detect_framing('{"id": 1}{"id": 2}\n') == "json"
     assert detect_framing('{"id": 1} {"id": 2}\n') == "json"
