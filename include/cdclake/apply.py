@@ -586,9 +586,12 @@ def remembered_deletes(spark: SparkSession, tid: str, gaps: DataFrame, stored: D
         flagged = (stored.where(F.col(SOFT_DELETE_COLUMN) & (F.col("_cdc_op") == "d"))
                    .withColumn("_mv_from", F.substring_index(F.col("_cdc_position"), "/", 1))
                    .join(at, "_mv_from", "left_semi"))
+        # (A null is no value the old row had: an unchanged TOAST value is never null, and the delete of a key the
+        # lake did not have flagged a row of nulls.)
         return flagged.select("_mv_from", F.col("_cdc_position").alias("_mv_position"),
                               F.to_json(F.struct(*key)).alias("_mv_key"),
-                              F.struct(*[F.struct(F.col(c).alias("v")).alias(c) for c in columns]).alias("_mv_values"))
+                              F.struct(*[F.when(F.col(c).isNotNull(), F.struct(F.col(c).alias("v"))).alias(c)
+                                         for c in columns]).alias("_mv_values"))
     cid = changelog_table_id(tid)
     if not table_exists(spark, cid):
         return None
